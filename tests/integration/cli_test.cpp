@@ -1,0 +1,118 @@
+// `carapace` command-line behaviour: bad input is one clear line on stderr and exit status 2 with
+// nothing started; timeouts and help/version behave as documented.
+#include <elf.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "tests/integration/testguest_harness.h"
+
+namespace carapace::testing {
+namespace {
+
+// A minimal x86-64 ELF with one PT_LOAD segment of `code` at `paddr`.
+std::string write_tiny_elf(const std::string& name, uint64_t paddr, const std::string& code) {
+  std::string path = ::testing::TempDir() + name;
+  Elf64_Ehdr eh{};
+  memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_EXEC;
+  eh.e_machine = EM_X86_64;
+  eh.e_version = EV_CURRENT;
+  eh.e_entry = paddr;
+  eh.e_phoff = sizeof eh;
+  eh.e_ehsize = sizeof eh;
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = 1;
+  Elf64_Phdr ph{};
+  ph.p_type = PT_LOAD;
+  ph.p_flags = PF_R | PF_X;
+  ph.p_offset = sizeof eh + sizeof ph;
+  ph.p_vaddr = ph.p_paddr = paddr;
+  ph.p_filesz = ph.p_memsz = code.size();
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(&eh), sizeof eh);
+  f.write(reinterpret_cast<const char*>(&ph), sizeof ph);
+  f.write(code.data(), code.size());
+  return path;
+}
+
+void expect_usage_error(const std::vector<std::string>& args, const std::string& needle) {
+  std::vector<std::string> argv = {carapace_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = run_process(argv, std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_EQ(r.out, "") << "nothing may start: " << describe(r);
+  // One line, starting with the program name, naming the problem.
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << describe(r);
+  EXPECT_EQ(r.err.rfind("carapace: error: ", 0), 0u) << describe(r);
+  EXPECT_NE(r.err.find(needle), std::string::npos)
+      << "expected '" << needle << "' in " << describe(r);
+}
+
+TEST(CliTest, VersionAndHelp) {
+  auto v = run_process({carapace_binary(), "version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.out.rfind("carapace ", 0), 0u) << v.out;
+  auto h = run_process({carapace_binary(), "--help"});
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("run"), std::string::npos);
+  auto rh = run_process({carapace_binary(), "run", "--help"});
+  EXPECT_EQ(rh.exit_code, 0);
+  EXPECT_NE(rh.out.find("--cpu-template"), std::string::npos);
+}
+
+TEST(CliTest, BadFlagsAreUsageErrors) {
+  expect_usage_error({"frobnicate"}, "unknown command");
+  expect_usage_error({"run"}, "--kernel");
+  expect_usage_error({"run", "--kernel", "x", "--bogus"}, "--bogus");
+  expect_usage_error({"run", "--kernel", "x", "--mem", "8"}, "--mem");
+  expect_usage_error({"run", "--kernel", "x", "--mem", "lots"}, "--mem");
+  expect_usage_error({"run", "--kernel", "x", "--vcpus", "0"}, "--vcpus");
+  expect_usage_error({"run", "--kernel", "x", "--cpu-template", "fast"}, "--cpu-template");
+  expect_usage_error({"run", "--kernel", "x", "--boot", "bios"}, "--boot");
+  expect_usage_error({"run", "--kernel", "x", "--console", "tty"}, "--console");
+  expect_usage_error({"run", "--kernel", "x", "--timeout", "-1"}, "--timeout");
+  expect_usage_error({"run", "--kernel"}, "missing value");
+}
+
+TEST(CliTest, BadKernelsAreUsageErrors) {
+  ASSERT_TRUE(kvm_usable());
+  expect_usage_error({"run", "--kernel", "/nonexistent/vmlinux"}, "cannot open");
+  expect_usage_error({"run", "--kernel", "/etc/hostname"}, "ELF");
+  expect_usage_error({"run", "--kernel", "/"}, "not a regular file");
+  // A dynamically linked program is ET_DYN, not a kernel.
+  expect_usage_error({"run", "--kernel", carapace_binary()}, "ET_EXEC");
+  // A segment at 256 MiB does not fit a 16 MiB guest.
+  auto far = write_tiny_elf("far.elf", 256ull << 20, "\xeb\xfe");
+  expect_usage_error({"run", "--kernel", far, "--mem", "16"}, "outside guest RAM");
+  // The test guest has a PVH note; this one does not.
+  auto no_pvh = write_tiny_elf("nopvh.elf", 2ull << 20, "\xeb\xfe");
+  expect_usage_error({"run", "--kernel", no_pvh, "--boot", "pvh"}, "PVH");
+  expect_usage_error({"run", "--kernel", testguest_image(), "--initrd", "/nonexistent"}, "initrd");
+}
+
+TEST(CliTest, HostLimitsAreUsageErrors) {
+  ASSERT_TRUE(kvm_usable());
+  expect_usage_error({"run", "--kernel", testguest_image(), "--mem", "16000000"}, "host RAM");
+  expect_usage_error({"run", "--kernel", testguest_image(), "--vcpus", "4000"}, "host limit");
+}
+
+TEST(CliTest, TimeoutHasItsOwnStatus) {
+  ASSERT_TRUE(kvm_usable());
+  // jmp $ forever at CPL0.
+  auto spin = write_tiny_elf("spin.elf", 2ull << 20, "\xeb\xfe");
+  auto r = run_process({carapace_binary(), "run", "--kernel", spin, "--timeout", "0.3"},
+                       std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 5) << describe(r);
+  EXPECT_NE(r.err.find("timeout"), std::string::npos) << describe(r);
+  EXPECT_LT(r.wall, std::chrono::seconds(5)) << "the VMM stops promptly";
+}
+
+}  // namespace
+}  // namespace carapace::testing

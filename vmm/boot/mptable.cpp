@@ -1,0 +1,151 @@
+#include "vmm/boot/mptable.h"
+
+#include <cstring>
+#include <vector>
+
+#include "vmm/memory/layout.h"
+
+namespace carapace {
+
+namespace {
+
+// Entry layouts from the MP specification, chapter 4.
+struct [[gnu::packed]] MpFloatingPointer {
+  char signature[4];  // "_MP_"
+  uint32_t config_table;
+  uint8_t length;  // in 16-byte units
+  uint8_t spec_rev;
+  uint8_t checksum;
+  uint8_t features[5];
+};
+struct [[gnu::packed]] MpConfigHeader {
+  char signature[4];  // "PCMP"
+  uint16_t base_length;
+  uint8_t spec_rev;
+  uint8_t checksum;
+  char oem_id[8];
+  char product_id[12];
+  uint32_t oem_table;
+  uint16_t oem_table_size;
+  uint16_t entry_count;
+  uint32_t lapic_addr;
+  uint16_t ext_length;
+  uint8_t ext_checksum;
+  uint8_t reserved;
+};
+struct [[gnu::packed]] MpProcessor {
+  uint8_t type;  // 0
+  uint8_t lapic_id;
+  uint8_t lapic_version;
+  uint8_t flags;  // bit 0 enabled, bit 1 bootstrap processor
+  uint32_t signature;
+  uint32_t features;
+  uint32_t reserved[2];
+};
+struct [[gnu::packed]] MpBus {
+  uint8_t type;  // 1
+  uint8_t bus_id;
+  char bus_type[6];
+};
+struct [[gnu::packed]] MpIoapic {
+  uint8_t type;  // 2
+  uint8_t apic_id;
+  uint8_t version;
+  uint8_t flags;  // bit 0 enabled
+  uint32_t addr;
+};
+struct [[gnu::packed]] MpInterrupt {
+  uint8_t type;  // 3 I/O interrupt, 4 local interrupt
+  uint8_t irq_type;
+  uint16_t irq_flags;  // 0: conforms to the bus (ISA: edge, active high)
+  uint8_t src_bus;
+  uint8_t src_irq;
+  uint8_t dst_apic;
+  uint8_t dst_pin;
+};
+static_assert(sizeof(MpFloatingPointer) == 16 && sizeof(MpConfigHeader) == 44);
+static_assert(sizeof(MpProcessor) == 20 && sizeof(MpBus) == 8 && sizeof(MpIoapic) == 8 &&
+              sizeof(MpInterrupt) == 8);
+
+constexpr uint8_t kIrqTypeInt = 0, kIrqTypeNmi = 1, kIrqTypeExtInt = 3;
+constexpr uint8_t kLapicVersion = 0x14, kIoapicVersion = 0x11;
+constexpr uint8_t kIsaBus = 0;
+
+uint8_t checksum(const uint8_t* p, size_t n) {
+  uint8_t sum = 0;
+  for (size_t i = 0; i < n; ++i)
+    sum += p[i];
+  return static_cast<uint8_t>(-sum);
+}
+
+template <typename T>
+void append(std::vector<uint8_t>& buf, const T& v) {
+  auto* p = reinterpret_cast<const uint8_t*>(&v);
+  buf.insert(buf.end(), p, p + sizeof v);
+}
+
+}  // namespace
+
+Status write_mptable(const GuestMemory& mem, uint32_t num_cpus) {
+  if (num_cpus == 0 || num_cpus > kMpTableMaxCpus)
+    return make_error("MP table: unsupported vCPU count " + std::to_string(num_cpus));
+  const uint8_t ioapic_id = static_cast<uint8_t>(num_cpus);
+  std::vector<uint8_t> body;
+  uint16_t count = 0;
+  for (uint32_t i = 0; i < num_cpus; ++i) {
+    MpProcessor p{};
+    p.lapic_id = static_cast<uint8_t>(i);
+    p.lapic_version = kLapicVersion;
+    p.flags = 1 | (i == 0 ? 2 : 0);
+    p.signature = 0x600;  // family 6, as a placeholder: Linux reads CPUID for the real one
+    p.features = 0x201;   // FPU and APIC present
+    append(body, p);
+    ++count;
+  }
+  append(body, MpBus{1, kIsaBus, {'I', 'S', 'A', ' ', ' ', ' '}});
+  append(body, MpIoapic{2, ioapic_id, kIoapicVersion, 1, uint32_t(layout::kIoapicAddr)});
+  count += 2;
+  // The PIC reaches the IOAPIC through pin 0; ISA IRQ 0 (the PIT) is wired to pin 2, the way
+  // KVM's default routing and real chipsets do; IRQ 2 is the PIC cascade and has no pin.
+  append(body, MpInterrupt{3, kIrqTypeExtInt, 0, kIsaBus, 0, ioapic_id, 0});
+  append(body, MpInterrupt{3, kIrqTypeInt, 0, kIsaBus, 0, ioapic_id, 2});
+  count += 2;
+  for (uint8_t irq = 1; irq < kIoapicPins; ++irq) {
+    if (irq == 2) continue;
+    append(body, MpInterrupt{3, kIrqTypeInt, 0, kIsaBus, irq, ioapic_id, irq});
+    ++count;
+  }
+  // LINT0 receives the PIC's ExtINT, LINT1 the NMI, on every local APIC.
+  append(body, MpInterrupt{4, kIrqTypeExtInt, 0, kIsaBus, 0, 0xff, 0});
+  append(body, MpInterrupt{4, kIrqTypeNmi, 0, kIsaBus, 0, 0xff, 1});
+  count += 2;
+
+  const uint64_t fp_addr = layout::kEbdaStart;
+  const uint64_t table_addr = fp_addr + sizeof(MpFloatingPointer);
+  MpConfigHeader hdr{};
+  std::memcpy(hdr.signature, "PCMP", 4);
+  hdr.base_length = static_cast<uint16_t>(sizeof hdr + body.size());
+  hdr.spec_rev = 4;
+  std::memcpy(hdr.oem_id, "CARAPACE", 8);
+  std::memcpy(hdr.product_id, "MICROVM     ", 12);
+  hdr.entry_count = count;
+  hdr.lapic_addr = static_cast<uint32_t>(layout::kLapicAddr);
+  std::vector<uint8_t> table;
+  append(table, hdr);
+  table.insert(table.end(), body.begin(), body.end());
+  table[offsetof(MpConfigHeader, checksum)] = checksum(table.data(), table.size());
+  if (table_addr + table.size() > layout::kHighMemStart)
+    return make_error("MP table does not fit below 1 MiB");
+
+  MpFloatingPointer fp{};
+  std::memcpy(fp.signature, "_MP_", 4);
+  fp.config_table = static_cast<uint32_t>(table_addr);
+  fp.length = 1;
+  fp.spec_rev = 4;
+  fp.checksum = checksum(reinterpret_cast<const uint8_t*>(&fp), sizeof fp);
+
+  TRY_STATUS(mem.write_obj(GuestAddress(fp_addr), fp));
+  return mem.write(GuestAddress(table_addr), table);
+}
+
+}  // namespace carapace

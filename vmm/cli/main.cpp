@@ -1,0 +1,79 @@
+// carapace: the command-line entry point. `run` boots one VM and exits with a status that says
+// how it ended (see kRunUsage).
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "vmm/base/log.h"
+#include "vmm/cli/run_args.h"
+#include "vmm/machine/exit_status.h"
+#include "vmm/machine/machine.h"
+
+namespace {
+
+constexpr char kVersion[] = "0.1.0";
+
+constexpr char kUsage[] =
+    "carapace: a KVM microVM monitor for disposable agent sandboxes\n"
+    "usage: carapace <command> [options]\n"
+    "commands:\n"
+    "  run       boot a kernel in a new microVM (carapace run --help)\n"
+    "  version   print the version\n"
+    "  --help    this text\n";
+
+int fail_usage(const std::string& msg) {
+  fprintf(stderr, "carapace: error: %s\n", msg.c_str());
+  return carapace::kExitUsage;
+}
+
+int cmd_run(const std::vector<std::string>& args) {
+  using namespace carapace;
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      fputs(kRunUsage, stdout);
+      return kExitOk;
+    }
+  }
+  auto parsed = parse_run_args(args);
+  if (!parsed.ok()) return fail_usage(parsed.error().describe());
+  set_log_level(static_cast<LogLevel>(parsed->log_level));
+
+  auto machine = Machine::build(parsed->machine);
+  if (!machine.ok()) {
+    const Error& e = machine.error();
+    fprintf(stderr, "carapace: error: %s\n", e.describe().c_str());
+    return e.kind == ErrorKind::kInvalidInput ? kExitUsage : kExitHostError;
+  }
+  VmOutcome outcome = (*machine)->run();
+  if (outcome != VmOutcome::kGuestReset) {
+    fprintf(stderr, "carapace: VM ended: %s: %s\n", outcome_name(outcome),
+            (*machine)->outcome_detail().c_str());
+  } else {
+    LOG_INFO("VM ended: %s", (*machine)->outcome_detail().c_str());
+  }
+  if (uint64_t dropped = (*machine)->console_dropped())
+    LOG_WARN("console: %llu bytes dropped", static_cast<unsigned long long>(dropped));
+  return exit_code_for(outcome);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fputs(kUsage, stderr);
+    return carapace::kExitUsage;
+  }
+  std::string cmd = argv[1];
+  std::vector<std::string> rest(argv + 2, argv + argc);
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    fputs(kUsage, stdout);
+    return 0;
+  }
+  if (cmd == "version" || cmd == "--version") {
+    printf("carapace %s\n", kVersion);
+    return 0;
+  }
+  if (cmd == "run") return cmd_run(rest);
+  return fail_usage("unknown command '" + cmd + "' (see carapace --help)");
+}

@@ -1,0 +1,126 @@
+#include "vmm/cli/run_args.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+namespace carapace {
+
+const char kRunUsage[] =
+    "usage: carapace run --kernel PATH [options]\n"
+    "  --kernel PATH              ELF kernel (Linux vmlinux or the test guest)\n"
+    "  --initrd PATH              initramfs to load below the top of low RAM\n"
+    "  --cmdline STR              kernel command line\n"
+    "  --mem MiB                  guest RAM in MiB (default 128, minimum 16)\n"
+    "  --vcpus N                  number of vCPUs (default 1)\n"
+    "  --cpu-template NAME        host (default) or baseline\n"
+    "  --boot elf|pvh             Linux 64-bit entry (default) or the PVH note's 32-bit entry\n"
+    "  --console stdio|file:PATH|none   where the serial console goes (default stdio)\n"
+    "  --console-input            feed stdin to the serial console\n"
+    "  --timeout SEC              stop the VM after SEC seconds (exit status 5)\n"
+    "  --log-level error|warn|info|debug\n"
+    "exit status: 0 guest reset/poweroff, 1 host error, 2 bad input, 3 triple fault,\n"
+    "             4 KVM internal/emulation error, 5 timeout, 6 guest panic\n";
+
+namespace {
+
+Error bad(const std::string& msg) {
+  return as_invalid_input(make_error(msg));
+}
+
+}  // namespace
+
+Result<uint64_t> parse_u64(const std::string& flag, const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return bad(flag + ": expected a non-negative integer, got '" + text + "'");
+  errno = 0;
+  unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE) return bad(flag + ": number too large: " + text);
+  return static_cast<uint64_t>(v);
+}
+
+Result<double> parse_seconds(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v <= 0 || v > 1e7)
+    return bad(flag + ": expected a positive number of seconds, got '" + text + "'");
+  return v;
+}
+
+Result<RunArgs> parse_run_args(const std::vector<std::string>& args) {
+  RunArgs out;
+  MachineConfig& m = out.machine;
+  bool have_kernel = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    auto value = [&]() -> Result<std::string> {
+      if (i + 1 >= args.size()) return bad(flag + ": missing value");
+      return args[++i];
+    };
+    if (flag == "--kernel") {
+      m.kernel_path = TRY(value());
+      have_kernel = true;
+    } else if (flag == "--initrd") {
+      m.initrd_path = TRY(value());
+      if (m.initrd_path.empty()) return bad("--initrd: empty path");
+    } else if (flag == "--cmdline") {
+      m.cmdline = TRY(value());
+    } else if (flag == "--mem") {
+      uint64_t mib = TRY(parse_u64(flag, TRY(value())));
+      if (mib < 16) return bad("--mem: at least 16 MiB is needed, got " + std::to_string(mib));
+      if (mib > (1ull << 24)) return bad("--mem: " + std::to_string(mib) + " MiB is too large");
+      m.mem_bytes = mib << 20;
+    } else if (flag == "--vcpus") {
+      uint64_t n = TRY(parse_u64(flag, TRY(value())));
+      if (n == 0) return bad("--vcpus: at least 1 vCPU is needed");
+      if (n > 4096) return bad("--vcpus: " + std::to_string(n) + " is too many");
+      m.vcpus = static_cast<uint32_t>(n);
+    } else if (flag == "--cpu-template") {
+      auto t = parse_cpu_template(TRY(value()));
+      if (!t.ok()) return bad("--cpu-template: " + t.error().message);
+      m.cpu_template = *t;
+    } else if (flag == "--boot") {
+      std::string v = TRY(value());
+      if (v == "elf")
+        m.boot = BootProtocol::kLinux64;
+      else if (v == "pvh")
+        m.boot = BootProtocol::kPvh;
+      else
+        return bad("--boot: expected elf or pvh, got '" + v + "'");
+    } else if (flag == "--console") {
+      std::string v = TRY(value());
+      if (v == "stdio") {
+        m.console.kind = ConsoleKind::kStdio;
+      } else if (v == "none") {
+        m.console.kind = ConsoleKind::kNone;
+      } else if (v.rfind("file:", 0) == 0 && v.size() > 5) {
+        m.console.kind = ConsoleKind::kFile;
+        m.console.path = v.substr(5);
+      } else {
+        return bad("--console: expected stdio, file:PATH or none, got '" + v + "'");
+      }
+    } else if (flag == "--console-input") {
+      m.console.input = true;
+    } else if (flag == "--timeout") {
+      m.timeout_seconds = TRY(parse_seconds(flag, TRY(value())));
+    } else if (flag == "--log-level") {
+      std::string v = TRY(value());
+      static const char* const kLevels[] = {"error", "warn", "info", "debug"};
+      int level = -1;
+      for (int l = 0; l < 4; ++l)
+        if (v == kLevels[l]) level = l;
+      if (level < 0)
+        return bad("--log-level: expected error, warn, info or debug, got '" + v + "'");
+      out.log_level = level;
+    } else {
+      return bad("unknown option '" + flag + "' (see carapace run --help)");
+    }
+  }
+  if (!have_kernel || m.kernel_path.empty()) return bad("--kernel PATH is required");
+  if (m.console.input && m.console.kind == ConsoleKind::kNone)
+    return bad("--console-input needs a console (stdio or file)");
+  return out;
+}
+
+}  // namespace carapace

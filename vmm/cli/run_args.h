@@ -1,0 +1,26 @@
+// Parsing of `carapace run` flags into a MachineConfig. Pure (no I/O), so every bad input is unit
+// tested: each refusal is one line naming the flag and why.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "vmm/base/result.h"
+#include "vmm/machine/machine_config.h"
+
+namespace carapace {
+
+struct RunArgs {
+  MachineConfig machine;
+  int log_level = 1;  // 0 error, 1 warn, 2 info, 3 debug
+};
+
+Result<RunArgs> parse_run_args(const std::vector<std::string>& args);
+
+// Numbers: plain decimal, no sign, no trailing junk, no overflow.
+Result<uint64_t> parse_u64(const std::string& flag, const std::string& text);
+Result<double> parse_seconds(const std::string& flag, const std::string& text);
+
+extern const char kRunUsage[];
+
+}  // namespace carapace

@@ -1,0 +1,95 @@
+#include "vmm/devices/serial/console_sink.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace carapace {
+
+namespace {
+// The writer wakes on a newline or once this much is pending, so lines appear promptly without
+// a system call per byte.
+constexpr size_t kFlushThreshold = 4096;
+}  // namespace
+
+ConsoleSink::ConsoleSink(int fd, bool owned, size_t capacity) : fd_(fd), capacity_(capacity) {
+  if (owned) owned_fd_.reset(fd);
+  if (fd_ >= 0) writer_ = std::thread([this] { writer_loop(); });
+}
+
+ConsoleSink::~ConsoleSink() {
+  close();
+}
+
+Result<std::unique_ptr<ConsoleSink>> ConsoleSink::open_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return sys_error("console: cannot open " + path);
+  return std::make_unique<ConsoleSink>(fd, true);
+}
+
+void ConsoleSink::put(uint8_t byte) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fd_ < 0 || closing_ || pending_.size() >= capacity_) {
+      ++dropped_;
+      return;
+    }
+    // The first byte wakes the writer into a short timed wait, so a partial line (a prompt)
+    // still appears; a newline or a full chunk makes it write at once.
+    wake = pending_.empty();
+    pending_.push_back(static_cast<char>(byte));
+    if (byte == '\n' || pending_.size() >= kFlushThreshold) flush_now_ = wake = true;
+  }
+  if (wake) cv_.notify_one();
+}
+
+void ConsoleSink::writer_loop() {
+  std::string chunk;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (pending_.empty())
+      cv_.wait(lock, [this] { return closing_ || !pending_.empty(); });
+    else if (!flush_now_)
+      cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return closing_ || flush_now_; });
+    if (pending_.empty()) {
+      if (closing_) return;
+      continue;
+    }
+    chunk.swap(pending_);
+    flush_now_ = false;
+    lock.unlock();
+    size_t off = 0;
+    while (off < chunk.size()) {
+      ssize_t n = ::write(fd_, chunk.data() + off, chunk.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // reader gone: what is left is dropped below
+      off += static_cast<size_t>(n);
+    }
+    lock.lock();
+    written_ += off;
+    dropped_ += chunk.size() - off;
+    chunk.clear();
+  }
+}
+
+void ConsoleSink::close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_) return;
+    closing_ = true;
+  }
+  cv_.notify_one();
+  if (writer_.joinable()) writer_.join();
+}
+
+uint64_t ConsoleSink::dropped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_;
+}
+
+uint64_t ConsoleSink::written() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return written_;
+}
+
+}  // namespace carapace

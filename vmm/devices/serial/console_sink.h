@@ -1,0 +1,54 @@
+// ConsoleSink: where the guest's console bytes go. The vCPU thread only appends to a bounded
+// buffer; a writer thread drains it to the output fd, so a slow or blocked reader of stdout can
+// never stall the guest, and a flooding guest cannot grow host memory (SECURITY-CHECKS 29):
+// bytes beyond the bound are dropped and counted.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+
+#include "vmm/base/result.h"
+#include "vmm/base/unique_fd.h"
+
+namespace carapace {
+
+class ConsoleSink {
+ public:
+  static constexpr size_t kDefaultCapacity = 1 << 20;
+
+  // Writes to `fd` (not owned when `owned` is false, e.g. stdout). fd < 0 discards everything.
+  ConsoleSink(int fd, bool owned, size_t capacity = kDefaultCapacity);
+  ~ConsoleSink();
+  ConsoleSink(const ConsoleSink&) = delete;
+  ConsoleSink& operator=(const ConsoleSink&) = delete;
+
+  static Result<std::unique_ptr<ConsoleSink>> open_file(const std::string& path);
+
+  void put(uint8_t byte);
+  // Writes out everything buffered and stops the writer thread; later puts are dropped.
+  void close();
+
+  uint64_t dropped() const;
+  uint64_t written() const;
+
+ private:
+  void writer_loop();
+
+  int fd_;
+  UniqueFd owned_fd_;
+  size_t capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::string pending_;
+  bool closing_ = false;
+  bool flush_now_ = false;
+  uint64_t dropped_ = 0;
+  uint64_t written_ = 0;
+  std::thread writer_;
+};
+
+}  // namespace carapace

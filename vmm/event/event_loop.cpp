@@ -1,0 +1,75 @@
+#include "vmm/event/event_loop.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+#include "vmm/base/log.h"
+
+namespace carapace {
+
+Result<std::unique_ptr<EventLoop>> EventLoop::create() {
+  int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) return sys_error("epoll_create1");
+  UniqueFd epoll(ep);
+  auto stop = TRY(EventFd::create(EFD_NONBLOCK));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = stop.fd();
+  if (::epoll_ctl(ep, EPOLL_CTL_ADD, stop.fd(), &ev) < 0) return sys_error("epoll_ctl stop");
+  return std::unique_ptr<EventLoop>(new EventLoop(std::move(epoll), std::move(stop)));
+}
+
+EventLoop::~EventLoop() {
+  stop();
+}
+
+Status EventLoop::add(int fd, uint32_t events, Handler handler) {
+  std::lock_guard<std::mutex> lock(mu_);
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.fd = fd;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) < 0) return sys_error("epoll_ctl add");
+  handlers_[fd] = std::make_shared<Handler>(std::move(handler));
+  return {};
+}
+
+Status EventLoop::remove(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  handlers_.erase(fd);
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr) < 0) return sys_error("epoll_ctl del");
+  return {};
+}
+
+Status EventLoop::run() {
+  epoll_event events[32];
+  for (;;) {
+    int n = ::epoll_wait(epoll_.get(), events, 32, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error("epoll_wait");
+    for (int i = 0; i < n; ++i) {
+      int fd = events[i].data.fd;
+      if (fd == stop_event_.fd()) return {};
+      std::shared_ptr<Handler> h;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = handlers_.find(fd);
+        if (it != handlers_.end()) h = it->second;
+      }
+      if (h) (*h)(events[i].events);
+    }
+  }
+}
+
+void EventLoop::start_thread() {
+  thread_ = std::thread([this] {
+    auto s = run();
+    if (!s.ok()) LOG_ERROR("event loop: %s", s.error().describe().c_str());
+  });
+}
+
+void EventLoop::stop() {
+  (void)stop_event_.write(1);
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace carapace

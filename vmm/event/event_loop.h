@@ -1,0 +1,47 @@
+// EventLoop: one epoll thread for device work. Handlers are registered per fd before or while the
+// loop runs; stop() wakes it through an eventfd so shutdown never waits on a guest.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "vmm/base/event_fd.h"
+#include "vmm/base/result.h"
+#include "vmm/base/unique_fd.h"
+
+namespace carapace {
+
+class EventLoop {
+ public:
+  // Called with the epoll event mask for the fd.
+  using Handler = std::function<void(uint32_t events)>;
+
+  static Result<std::unique_ptr<EventLoop>> create();
+  ~EventLoop();
+
+  Status add(int fd, uint32_t events, Handler handler);
+  Status remove(int fd);
+
+  // Runs handlers until stop(); returns an error only when epoll itself fails.
+  Status run();
+  // Runs the loop on its own thread.
+  void start_thread();
+  // Safe from any thread; joins the loop thread if start_thread() was used.
+  void stop();
+
+ private:
+  EventLoop(UniqueFd epoll, EventFd stop_event)
+      : epoll_(std::move(epoll)), stop_event_(std::move(stop_event)) {}
+
+  UniqueFd epoll_;
+  EventFd stop_event_;
+  std::mutex mu_;
+  std::unordered_map<int, std::shared_ptr<Handler>> handlers_;
+  std::thread thread_;
+};
+
+}  // namespace carapace

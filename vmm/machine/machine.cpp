@@ -1,0 +1,201 @@
+#include "vmm/machine/machine.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "vmm/base/log.h"
+#include "vmm/boot/cmdline.h"
+#include "vmm/boot/gdt.h"
+#include "vmm/boot/initrd.h"
+#include "vmm/boot/mptable.h"
+#include "vmm/boot/page_tables.h"
+#include "vmm/boot/pvh.h"
+#include "vmm/boot/zero_page.h"
+#include "vmm/kvm/cpuid.h"
+#include "vmm/machine/vcpu_loop.h"
+#include "vmm/memory/layout.h"
+#include "vmm/memory/ram_layout.h"
+
+namespace carapace {
+
+class Machine::VmIrqLine : public IrqLine {
+ public:
+  VmIrqLine(Vm& vm, uint32_t irq) : vm_(vm), irq_(irq) {}
+  void set_level(bool high) override {
+    auto s = vm_.set_irq_line(irq_, high);
+    if (!s.ok()) LOG_WARN("irq %u: %s", irq_, s.error().describe().c_str());
+  }
+
+ private:
+  Vm& vm_;
+  uint32_t irq_;
+};
+
+namespace {
+
+Status check_host_limits(const MachineConfig& config, const Kvm& kvm) {
+  if (config.vcpus == 0) return make_error("--vcpus must be at least 1");
+  uint32_t max = std::min<uint32_t>(kvm.max_vcpus(), kMpTableMaxCpus);
+  if (config.vcpus > max)
+    return make_error("--vcpus " + std::to_string(config.vcpus) + " exceeds the host limit of " +
+                      std::to_string(max));
+  long pages = sysconf(_SC_PHYS_PAGES);
+  uint64_t host_ram = pages > 0 ? uint64_t(pages) * uint64_t(sysconf(_SC_PAGESIZE)) : 0;
+  if (host_ram && config.mem_bytes > host_ram)
+    return make_error("--mem " + std::to_string(config.mem_bytes >> 20) +
+                      " MiB exceeds host RAM (" + std::to_string(host_ram >> 20) + " MiB)");
+  return {};
+}
+
+}  // namespace
+
+// Evaluates a Result whose failure is the user's input, not the host.
+#define TRY_INPUT(expr)                                               \
+  ({                                                                  \
+    auto&& try_in_ = (expr);                                          \
+    if (!try_in_.ok()) return as_invalid_input(try_in_.take_error()); \
+    std::move(try_in_).value();                                       \
+  })
+#define TRY_INPUT_STATUS(expr)                                        \
+  do {                                                                \
+    auto&& try_in_ = (expr);                                          \
+    if (!try_in_.ok()) return as_invalid_input(try_in_.take_error()); \
+  } while (0)
+
+Result<std::unique_ptr<Machine>> Machine::build(const MachineConfig& config) {
+  auto kvm = TRY(Kvm::open());
+  TRY_INPUT_STATUS(check_host_limits(config, kvm));
+  auto regions = TRY_INPUT(ram_regions(config.mem_bytes));
+  auto mem = TRY(GuestMemory::create_anonymous(regions));
+  auto vm = TRY(Vm::create(kvm));
+  // Memory slots before the irqchip: much cheaper on some hosts (HOST-NOTES).
+  TRY_STATUS(vm.register_memory(mem));
+  TRY_STATUS(vm.set_tss_and_identity_map());
+  TRY_STATUS(vm.create_irqchip());
+  TRY_STATUS(vm.create_pit());
+
+  std::unique_ptr<Machine> m(new Machine(std::move(kvm), std::move(vm), std::move(mem)));
+  m->config_ = config;
+  TRY_INPUT_STATUS(m->load_guest(config));
+  TRY_STATUS(m->create_devices(config));
+  TRY_STATUS(m->create_vcpus(config));
+  return m;
+}
+
+Machine::~Machine() {
+  if (event_loop_) event_loop_->stop();
+  if (console_) console_->close();
+}
+
+Status Machine::load_guest(const MachineConfig& config) {
+  kernel_ = TRY(load_elf_kernel_file(config.kernel_path.c_str(), mem_));
+  if (config.boot == BootProtocol::kPvh && !kernel_.pvh_entry)
+    return make_error("kernel has no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY); use --boot elf");
+
+  InitrdPlacement initrd;
+  if (!config.initrd_path.empty())
+    initrd = TRY(load_initrd(config.initrd_path.c_str(), mem_, kernel_.high));
+
+  Cmdline cmdline(layout::kCmdlineMax);
+  TRY_STATUS(cmdline.append(config.cmdline));
+  TRY_STATUS(cmdline.write_to(mem_, GuestAddress(layout::kCmdlineAddr)));
+  cmdline_ = cmdline.str();
+
+  auto e820 = build_e820(mem_);
+  TRY_STATUS(write_mptable(mem_, config.vcpus));
+  TRY_STATUS(gdt::write_boot_tables(mem_));
+
+  if (config.boot == BootProtocol::kLinux64) {
+    ZeroPageInputs zp{layout::kCmdlineAddr, cmdline.str().size(), initrd, e820};
+    auto bp = TRY(build_zero_page(zp));
+    TRY_STATUS(mem_.write_obj(GuestAddress(layout::kZeroPageAddr), bp));
+    boot_entry_.protocol = BootProtocol::kLinux64;
+    boot_entry_.entry = kernel_.entry;
+    boot_entry_.boot_info = layout::kZeroPageAddr;
+    boot_entry_.cr3 = TRY(write_identity_page_tables(mem_));
+  } else {
+    boot_entry_.protocol = BootProtocol::kPvh;
+    boot_entry_.entry = *kernel_.pvh_entry;
+    boot_entry_.boot_info = TRY(write_pvh_start_info(mem_, GuestAddress(layout::kPvhStartInfoAddr),
+                                                     layout::kCmdlineAddr, initrd, e820));
+  }
+  return {};
+}
+
+Status Machine::create_vcpus(const MachineConfig& config) {
+  auto supported = TRY(kvm_.supported_cpuid());
+  vcpus_.reserve(config.vcpus);
+  for (uint32_t i = 0; i < config.vcpus; ++i) {
+    auto vcpu = TRY(Vcpu::create(kvm_, vm_, i));
+    TRY_STATUS(vcpu.set_cpuid(normalize_cpuid(supported, i, config.vcpus, config.cpu_template)));
+    TRY_STATUS(setup_vcpu_msrs(vcpu));
+    TRY_STATUS(setup_vcpu_lapic(vcpu));
+    if (i == 0) TRY_STATUS(setup_boot_vcpu(vcpu, boot_entry_));
+    vcpus_.push_back(std::move(vcpu));
+  }
+  return {};
+}
+
+Status Machine::create_devices(const MachineConfig& config) {
+  switch (config.console.kind) {
+    case ConsoleKind::kStdio:
+      console_ = std::make_unique<ConsoleSink>(STDOUT_FILENO, false);
+      break;
+    case ConsoleKind::kFile:
+      console_ = TRY(ConsoleSink::open_file(config.console.path));
+      break;
+    case ConsoleKind::kNone:
+      console_ = std::make_unique<ConsoleSink>(-1, false);
+      break;
+  }
+  serial_irq_ = std::make_unique<VmIrqLine>(vm_, Serial::kCom1Irq);
+  serial_ = std::make_shared<Serial>(console_.get(), serial_irq_.get());
+  TRY_STATUS(pio_bus_.insert(serial_, Serial::kCom1Base, Serial::kRegisterCount, "serial"));
+  auto i8042 = std::make_shared<I8042>([this] {
+    control_.finish(VmOutcome::kGuestReset, "guest reset through the i8042 controller");
+  });
+  TRY_STATUS(pio_bus_.insert(i8042, I8042::kDataPort, I8042::kCommandPort - I8042::kDataPort + 1,
+                             "i8042"));
+
+  if (config.console.input) {
+    event_loop_ = TRY(EventLoop::create());
+    TRY_STATUS(event_loop_->add(STDIN_FILENO, EPOLLIN, [this](uint32_t) {
+      uint8_t buf[64];
+      ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+      if (n <= 0) {
+        (void)event_loop_->remove(STDIN_FILENO);
+        return;
+      }
+      // The UART FIFO is small; input beyond it is dropped rather than buffered without bound.
+      serial_->enqueue_input({buf, static_cast<size_t>(n)});
+    }));
+  }
+  return {};
+}
+
+VmOutcome Machine::run() {
+  install_vcpu_kick_handler();
+  if (event_loop_) event_loop_->start_thread();
+  std::vector<std::thread> threads;
+  threads.reserve(vcpus_.size());
+  for (auto& vcpu : vcpus_) {
+    VcpuLoopContext ctx{&vcpu, &pio_bus_, &mmio_bus_, &control_};
+    threads.emplace_back([ctx] { run_vcpu_loop(ctx); });
+  }
+  std::optional<std::chrono::nanoseconds> timeout;
+  if (config_.timeout_seconds)
+    timeout = std::chrono::nanoseconds(static_cast<int64_t>(*config_.timeout_seconds * 1e9));
+  VmOutcome outcome = control_.wait(timeout);
+  for (size_t i = 0; i < vcpus_.size(); ++i)
+    kick_vcpu(vcpus_[i], threads[i].native_handle());
+  for (auto& t : threads)
+    t.join();
+  if (event_loop_) event_loop_->stop();
+  if (console_) console_->close();
+  return outcome;
+}
+
+}  // namespace carapace

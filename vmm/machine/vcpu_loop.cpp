@@ -1,0 +1,146 @@
+#include "vmm/machine/vcpu_loop.h"
+
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "vmm/base/log.h"
+
+namespace carapace {
+
+namespace {
+
+void handle_io(const VcpuLoopContext& ctx, kvm_run* run) {
+  auto* base = reinterpret_cast<uint8_t*>(run) + run->io.data_offset;
+  const size_t size = run->io.size;
+  // String I/O (rep outs/ins) arrives as `count` consecutive items in the same buffer.
+  for (uint32_t i = 0; i < run->io.count; ++i) {
+    std::span<uint8_t> item(base + i * size, size);
+    if (run->io.direction == KVM_EXIT_IO_OUT) {
+      ctx.pio->write(run->io.port, item);
+    } else if (!ctx.pio->read(run->io.port, item)) {
+      std::memset(item.data(), 0xff, size);  // unclaimed port: floating bus
+    }
+  }
+}
+
+void handle_mmio(const VcpuLoopContext& ctx, kvm_run* run) {
+  std::span<uint8_t> data(run->mmio.data, std::min<uint32_t>(run->mmio.len, 8));
+  if (run->mmio.is_write) {
+    ctx.mmio->write(run->mmio.phys_addr, data);
+  } else if (!ctx.mmio->read(run->mmio.phys_addr, data)) {
+    std::memset(data.data(), 0xff, data.size());
+  }
+}
+
+std::string internal_error_detail(const Vcpu& vcpu, const kvm_run* run) {
+  char buf[256];
+  int n = snprintf(
+      buf, sizeof buf, "vCPU %u: KVM internal error, suberror %u%s", vcpu.index(),
+      run->internal.suberror,
+      run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION ? " (emulation failure)" : "");
+  std::string out(buf, n);
+  uint32_t nd = std::min<uint32_t>(run->internal.ndata, 16);
+  if (nd) {
+    out += "; data:";
+    for (uint32_t i = 0; i < nd; ++i) {
+      snprintf(buf, sizeof buf, " %llx", static_cast<unsigned long long>(run->internal.data[i]));
+      out += buf;
+    }
+  }
+  return out + "\n" + vcpu.describe_registers();
+}
+
+// Handles one exit. Returns false when the loop must end.
+bool handle_exit(const VcpuLoopContext& ctx) {
+  Vcpu& vcpu = *ctx.vcpu;
+  kvm_run* run = vcpu.run_state();
+  char buf[128];
+  switch (run->exit_reason) {
+    case KVM_EXIT_IO:
+      handle_io(ctx, run);
+      return true;
+    case KVM_EXIT_MMIO:
+      handle_mmio(ctx, run);
+      return true;
+    case KVM_EXIT_INTR:
+    case KVM_EXIT_HLT:  // only seen without an in-kernel LAPIC; nothing to do
+      return true;
+    case KVM_EXIT_SHUTDOWN:
+      snprintf(buf, sizeof buf, "vCPU %u: triple fault (KVM_EXIT_SHUTDOWN)\n", vcpu.index());
+      ctx.control->finish(VmOutcome::kTripleFault, buf + vcpu.describe_registers());
+      return false;
+    case KVM_EXIT_INTERNAL_ERROR:
+      ctx.control->finish(VmOutcome::kKvmError, internal_error_detail(vcpu, run));
+      return false;
+    case KVM_EXIT_FAIL_ENTRY:
+      snprintf(buf, sizeof buf, "vCPU %u: VM entry failed, hardware reason 0x%llx\n", vcpu.index(),
+               static_cast<unsigned long long>(run->fail_entry.hardware_entry_failure_reason));
+      ctx.control->finish(VmOutcome::kKvmError, buf + vcpu.describe_registers());
+      return false;
+    case KVM_EXIT_SYSTEM_EVENT:
+      switch (run->system_event.type) {
+        case KVM_SYSTEM_EVENT_SHUTDOWN:
+        case KVM_SYSTEM_EVENT_RESET:
+          ctx.control->finish(VmOutcome::kGuestReset, "guest requested reset/shutdown");
+          return false;
+        case KVM_SYSTEM_EVENT_CRASH:
+          ctx.control->finish(VmOutcome::kGuestPanic, "guest reported a crash");
+          return false;
+        default:
+          snprintf(buf, sizeof buf, "vCPU %u: unknown system event %u", vcpu.index(),
+                   run->system_event.type);
+          ctx.control->finish(VmOutcome::kKvmError, buf);
+          return false;
+      }
+    default:
+      snprintf(buf, sizeof buf, "vCPU %u: unexpected KVM exit reason %u\n", vcpu.index(),
+               run->exit_reason);
+      ctx.control->finish(VmOutcome::kKvmError, buf + vcpu.describe_registers());
+      return false;
+  }
+}
+
+void kick_handler(int) {}
+
+}  // namespace
+
+int vcpu_kick_signal() {
+  return SIGRTMIN;
+}
+
+void install_vcpu_kick_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_handler = kick_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;  // no SA_RESTART: KVM_RUN must return EINTR
+    sigaction(vcpu_kick_signal(), &sa, nullptr);
+  });
+}
+
+void run_vcpu_loop(const VcpuLoopContext& ctx) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, vcpu_kick_signal());
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  while (!ctx.control->finished()) {
+    Status s = ctx.vcpu->run();
+    if (!s.ok()) {
+      ctx.control->finish(VmOutcome::kHostError, s.error().describe());
+      return;
+    }
+    if (!handle_exit(ctx)) return;
+  }
+}
+
+void kick_vcpu(Vcpu& vcpu, pthread_t thread) {
+  __atomic_store_n(&vcpu.run_state()->immediate_exit, 1, __ATOMIC_SEQ_CST);
+  pthread_kill(thread, vcpu_kick_signal());
+}
+
+}  // namespace carapace
