@@ -7,19 +7,20 @@
 namespace carapace::testing {
 namespace {
 
-void expect_pass(const std::string& scenario, const std::vector<std::string>& extra = {}) {
-  ASSERT_TRUE(kvm_usable());
+// Runs `scenario` and checks it passed cleanly; returns the run for further checks.
+ProcessResult expect_pass(const std::string& scenario, const std::vector<std::string>& extra = {}) {
+  EXPECT_TRUE(kvm_usable());
   auto r = run_scenario(scenario, extra);
   EXPECT_TRUE(has_line(r.out, "TESTGUEST START " + scenario)) << describe(r);
   EXPECT_TRUE(has_line(r.out, "TESTGUEST PASS " + scenario)) << describe(r);
   EXPECT_EQ(r.out.find("TESTGUEST FAIL"), std::string::npos) << describe(r);
   EXPECT_EQ(r.exit_code, 0) << describe(r);
   EXPECT_EQ(r.err, "") << describe(r);
+  return r;
 }
 
 TEST(TestGuestKvm, BootInfoLinux64) {
-  expect_pass("boot-info");
-  auto r = run_scenario("boot-info");
+  auto r = expect_pass("boot-info");
   EXPECT_NE(r.out.find("entry=linux64"), std::string::npos) << describe(r);
 }
 

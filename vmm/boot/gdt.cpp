@@ -34,6 +34,9 @@ kvm_segment segment_from_descriptor(uint64_t entry, uint16_t selector) {
   return s;
 }
 
+// The IDT is written after the GDT: if they overlapped, it would overwrite GDT descriptors.
+static_assert(layout::kGdtAddr + sizeof(decltype(boot_table())) <= layout::kIdtAddr);
+
 Status write_boot_tables(const GuestMemory& mem) {
   auto table = boot_table();
   TRY_STATUS(mem.write_obj(GuestAddress(layout::kGdtAddr), table));

@@ -105,12 +105,10 @@ Status write_mptable(const GuestMemory& mem, uint32_t num_cpus) {
   append(body, MpBus{1, kIsaBus, {'I', 'S', 'A', ' ', ' ', ' '}});
   append(body, MpIoapic{2, ioapic_id, kIoapicVersion, 1, uint32_t(layout::kIoapicAddr)});
   count += 2;
-  // The PIC reaches the IOAPIC through pin 0; ISA IRQ 0 (the PIT) is wired to pin 2, the way
-  // KVM's default routing and real chipsets do; IRQ 2 is the PIC cascade and has no pin.
-  append(body, MpInterrupt{3, kIrqTypeExtInt, 0, kIsaBus, 0, ioapic_id, 0});
-  append(body, MpInterrupt{3, kIrqTypeInt, 0, kIsaBus, 0, ioapic_id, 2});
-  count += 2;
-  for (uint8_t irq = 1; irq < kIoapicPins; ++irq) {
+  // ISA IRQ n arrives on IOAPIC pin n: that is how KVM's default GSI routing wires the in-kernel
+  // PIT and devices (GSI n -> PIC line n and IOAPIC pin n), so the table describes the real wiring
+  // without a KVM_SET_GSI_ROUTING call. IRQ 2 is the PIC cascade and has no pin.
+  for (uint8_t irq = 0; irq < kIoapicPins; ++irq) {
     if (irq == 2) continue;
     append(body, MpInterrupt{3, kIrqTypeInt, 0, kIsaBus, irq, ioapic_id, irq});
     ++count;

@@ -7,6 +7,11 @@ Result<uint64_t> write_pvh_start_info(const GuestMemory& mem, GuestAddress addr,
                                       const std::vector<E820Entry>& e820) {
   // start info, then one module entry, then the memory map, each 8-byte aligned.
   if (e820.size() > kPvhMaxMemmapEntries) return make_error("PVH memory map has too many entries");
+  // Check the whole area once, so the unchecked offsets below can neither wrap nor leave RAM and
+  // a refusal writes nothing.
+  const uint64_t area =
+      sizeof(HvmStartInfo) + sizeof(HvmModlistEntry) + e820.size() * sizeof(HvmMemmapEntry);
+  if (!mem.contains(addr, area)) return make_error("PVH start info does not fit in guest RAM");
   GuestAddress modlist = addr.unchecked_add(sizeof(HvmStartInfo));
   GuestAddress memmap = modlist.unchecked_add(sizeof(HvmModlistEntry));
   HvmStartInfo info{};

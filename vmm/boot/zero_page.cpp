@@ -17,7 +17,11 @@ Result<boot_params> build_zero_page(const ZeroPageInputs& in) {
   if (in.e820.size() > E820_MAX_ENTRIES_ZEROPAGE)
     return make_error("e820 map has too many entries for the zero page");
   if (in.cmdline_addr > UINT32_MAX) return make_error("command line above 4 GiB");
-  if (in.initrd.addr > UINT32_MAX || in.initrd.size > UINT32_MAX)
+  // ramdisk_image/ramdisk_size are 32-bit: the whole initrd, not just its start, must end at or
+  // below 4 GiB.
+  uint64_t initrd_end;
+  if (__builtin_add_overflow(in.initrd.addr, in.initrd.size, &initrd_end) ||
+      initrd_end > (uint64_t{1} << 32))
     return make_error("initrd must lie below 4 GiB and be smaller than 4 GiB");
 
   setup_header& h = bp.hdr;

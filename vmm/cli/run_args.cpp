@@ -12,6 +12,7 @@ const char kRunUsage[] =
     "  --initrd PATH              initramfs to load below the top of low RAM\n"
     "  --cmdline STR              kernel command line\n"
     "  --mem MiB                  guest RAM in MiB (default 128, minimum 16)\n"
+    "  --hugepages                back guest RAM with transparent huge pages (fewer faults)\n"
     "  --vcpus N                  number of vCPUs (default 1)\n"
     "  --cpu-template NAME        host (default) or baseline\n"
     "  --boot elf|pvh             Linux 64-bit entry (default) or the PVH note's 32-bit entry\n"
@@ -71,6 +72,8 @@ Result<RunArgs> parse_run_args(const std::vector<std::string>& args) {
       if (mib < 16) return bad("--mem: at least 16 MiB is needed, got " + std::to_string(mib));
       if (mib > (1ull << 24)) return bad("--mem: " + std::to_string(mib) + " MiB is too large");
       m.mem_bytes = mib << 20;
+    } else if (flag == "--hugepages") {
+      m.hugepages = true;
     } else if (flag == "--vcpus") {
       uint64_t n = TRY(parse_u64(flag, TRY(value())));
       if (n == 0) return bad("--vcpus: at least 1 vCPU is needed");

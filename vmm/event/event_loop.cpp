@@ -69,7 +69,9 @@ void EventLoop::start_thread() {
 
 void EventLoop::stop() {
   (void)stop_event_.write(1);
-  if (thread_.joinable()) thread_.join();
+  // A handler on the loop thread may call stop(): run() returns once the handler does, and the
+  // thread is joined later from another thread (the destructor). Joining itself would throw.
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
 }  // namespace carapace

@@ -30,7 +30,8 @@ class EventLoop {
   Status run();
   // Runs the loop on its own thread.
   void start_thread();
-  // Safe from any thread; joins the loop thread if start_thread() was used.
+  // Safe from any thread, handlers included; joins the loop thread if start_thread() was used,
+  // unless called on that thread (the destructor joins it then).
   void stop();
 
  private:

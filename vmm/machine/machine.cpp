@@ -69,7 +69,7 @@ Result<std::unique_ptr<Machine>> Machine::build(const MachineConfig& config) {
   auto kvm = TRY(Kvm::open());
   TRY_INPUT_STATUS(check_host_limits(config, kvm));
   auto regions = TRY_INPUT(ram_regions(config.mem_bytes));
-  auto mem = TRY(GuestMemory::create_anonymous(regions));
+  auto mem = TRY(GuestMemory::create_anonymous(regions, config.hugepages));
   auto vm = TRY(Vm::create(kvm));
   // Memory slots before the irqchip: much cheaper on some hosts (HOST-NOTES).
   TRY_STATUS(vm.register_memory(mem));

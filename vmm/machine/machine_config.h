@@ -23,6 +23,7 @@ struct MachineConfig {
   std::string initrd_path;  // empty: none
   std::string cmdline;
   uint64_t mem_bytes = 128ull << 20;
+  bool hugepages = false;  // advise guest RAM for transparent huge pages
   uint32_t vcpus = 1;
   CpuTemplate cpu_template = CpuTemplate::kHost;
   BootProtocol boot = BootProtocol::kLinux64;

@@ -31,11 +31,14 @@ Status check_layout(const std::vector<RegionSpec>& specs) {
 }
 }  // namespace
 
-Result<GuestMemory> GuestMemory::create_anonymous(const std::vector<RegionSpec>& specs) {
+Result<GuestMemory> GuestMemory::create_anonymous(const std::vector<RegionSpec>& specs,
+                                                  bool transparent_hugepages) {
   TRY_STATUS(check_layout(specs));
   std::vector<GuestRegion> regions;
   for (const auto& s : specs) {
     auto map = TRY(MmapRegion::anonymous(s.size));
+    if (transparent_hugepages && ::madvise(map.data(), s.size, MADV_HUGEPAGE) != 0)
+      return sys_error("madvise(MADV_HUGEPAGE) on guest RAM (is THP disabled on this host?)");
     regions.push_back(GuestRegion{s.start, s.size, std::move(map)});
   }
   return GuestMemory(std::move(regions));

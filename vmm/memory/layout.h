@@ -13,7 +13,7 @@ inline constexpr uint64_t kGiB = 1ull << 30;
 
 // Boot structures, all below 1 MiB.
 inline constexpr uint64_t kGdtAddr = 0x500;
-inline constexpr uint64_t kIdtAddr = 0x520;
+inline constexpr uint64_t kIdtAddr = 0x540;            // after the 48-byte GDT (6 descriptors)
 inline constexpr uint64_t kPvhStartInfoAddr = 0x6000;  // hvm_start_info + memmap
 inline constexpr uint64_t kZeroPageAddr = 0x7000;      // Linux boot_params
 inline constexpr uint64_t kBootStackTop = 0x8ff0;

@@ -1,0 +1,31 @@
+// Scenarios: one per `testguest.run=NAME`. Each returns nullptr when it passed, or the reason that
+// goes on its `TESTGUEST FAIL NAME: REASON` line (diagnostics go on `testguest: ` lines before).
+#pragma once
+
+#include "guest/testguest/boot_info.h"
+
+namespace testguest {
+
+using ScenarioResult = const char*;
+
+struct Scenario {
+  const char* name;
+  ScenarioResult (*run)(const BootInfo& boot);
+};
+
+const Scenario* find_scenario(const char* name);
+
+ScenarioResult run_boot_info(const BootInfo& boot);
+ScenarioResult run_serial(const BootInfo& boot);
+ScenarioResult run_memory(const BootInfo& boot);
+ScenarioResult run_timer(const BootInfo& boot);
+ScenarioResult run_smp(const BootInfo& boot);
+ScenarioResult run_fault(const BootInfo& boot);
+
+// The running scenario's name as given on the command line (for messages printed out of line).
+const char* scenario_name();
+
+// Prints the PASS or FAIL line (once) and resets the VM.
+[[noreturn]] void finish(ScenarioResult result);
+
+}  // namespace testguest

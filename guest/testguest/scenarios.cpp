@@ -1,0 +1,22 @@
+#include "guest/testguest/scenario.h"
+
+#include "guest/testguest/text.h"
+
+namespace testguest {
+namespace {
+
+constexpr Scenario kScenarios[] = {
+    {"boot-info", run_boot_info}, {"serial", run_serial}, {"memory", run_memory},
+    {"timer", run_timer},         {"smp", run_smp},       {"fault", run_fault},
+};
+
+}  // namespace
+
+const Scenario* find_scenario(const char* name) {
+  for (const Scenario& scenario : kScenarios) {
+    if (str_equal(scenario.name, name)) return &scenario;
+  }
+  return nullptr;
+}
+
+}  // namespace testguest
