@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
                                      "-accel",
                                      "kvm",
                                      "-cpu",
-                                     "host",
+                                     "max,-arch-capabilities",
                                      "-m",
                                      "128",
                                      "-nodefaults",

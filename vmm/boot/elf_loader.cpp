@@ -131,13 +131,12 @@ Result<LoadedKernel> load_elf_kernel(int fd, uint64_t file_size, const GuestMemo
   if (!mem.contains(GuestAddress(eh.e_entry), 1) && !out.pvh_entry)
     return make_error("kernel: entry point outside guest RAM");
 
-  // Second pass: copy. Memory past p_filesz is already zero in fresh anonymous RAM, but zero it
-  // anyway so the loader does not depend on how RAM was obtained.
+  // Second pass: copy, and clear the rest of each segment unless RAM is known to be zero.
   for (const auto& ph : phdrs) {
     if (ph.p_type != PT_LOAD || ph.p_memsz == 0) continue;
     auto dst = TRY(mem.slice(GuestAddress(ph.p_paddr), ph.p_memsz));
     TRY_STATUS(read_exact(fd, ph.p_offset, dst.data(), ph.p_filesz));
-    std::memset(dst.data() + ph.p_filesz, 0, ph.p_memsz - ph.p_filesz);
+    if (!limits.ram_is_zeroed) std::memset(dst.data() + ph.p_filesz, 0, ph.p_memsz - ph.p_filesz);
   }
   out.entry = eh.e_entry;
   return out;

@@ -22,6 +22,9 @@ struct ElfLoadLimits {
   uint64_t min_load_addr = 0x100000;
   uint32_t max_program_headers = 64;
   uint32_t max_note_bytes = 64 * 1024;
+  // RAM fresh from the kernel reads as zero: skip zero-filling p_memsz beyond p_filesz, which
+  // would fault in every page of a large .bss for nothing. Clear it when RAM may hold old data.
+  bool ram_is_zeroed = false;
 };
 
 // Parses the ELF in `fd` (`file_size` bytes) and copies its segments into `mem`. On any error

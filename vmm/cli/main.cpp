@@ -7,6 +7,7 @@
 
 #include "vmm/base/log.h"
 #include "vmm/cli/run_args.h"
+#include "vmm/machine/deferred_teardown.h"
 #include "vmm/machine/exit_status.h"
 #include "vmm/machine/machine.h"
 
@@ -54,6 +55,10 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   if (uint64_t dropped = (*machine)->console_dropped())
     LOG_WARN("console: %llu bytes dropped", static_cast<unsigned long long>(dropped));
+  if (parsed->deferred_teardown) {
+    fflush(nullptr);
+    hand_off_kvm_teardown();
+  }
   return exit_code_for(outcome);
 }
 

@@ -19,6 +19,7 @@ const char kRunUsage[] =
     "  --console stdio|file:PATH|none   where the serial console goes (default stdio)\n"
     "  --console-input            feed stdin to the serial console\n"
     "  --timeout SEC              stop the VM after SEC seconds (exit status 5)\n"
+    "  --teardown deferred|sync   exit before (default) or after KVM has destroyed the VM\n"
     "  --log-level error|warn|info|debug\n"
     "exit status: 0 guest reset/poweroff, 1 host error, 2 bad input, 3 triple fault,\n"
     "             4 KVM internal/emulation error, 5 timeout, 6 guest panic\n";
@@ -107,6 +108,11 @@ Result<RunArgs> parse_run_args(const std::vector<std::string>& args) {
       m.console.input = true;
     } else if (flag == "--timeout") {
       m.timeout_seconds = TRY(parse_seconds(flag, TRY(value())));
+    } else if (flag == "--teardown") {
+      std::string v = TRY(value());
+      if (v == "deferred") out.deferred_teardown = true;
+      else if (v == "sync") out.deferred_teardown = false;
+      else return bad("--teardown: expected deferred or sync, got '" + v + "'");
     } else if (flag == "--log-level") {
       std::string v = TRY(value());
       static const char* const kLevels[] = {"error", "warn", "info", "debug"};

@@ -13,6 +13,7 @@ namespace carapace {
 struct RunArgs {
   MachineConfig machine;
   int log_level = 1;  // 0 error, 1 warn, 2 info, 3 debug
+  bool deferred_teardown = true;  // see vmm/machine/deferred_teardown.h
 };
 
 Result<RunArgs> parse_run_args(const std::vector<std::string>& args);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "vmm/base/log.h"
+#include "vmm/base/phase_timer.h"
 #include "vmm/boot/cmdline.h"
 #include "vmm/boot/gdt.h"
 #include "vmm/boot/initrd.h"
@@ -66,22 +67,31 @@ Status check_host_limits(const MachineConfig& config, const Kvm& kvm) {
   } while (0)
 
 Result<std::unique_ptr<Machine>> Machine::build(const MachineConfig& config) {
+  PhaseTimer timer("build");
   auto kvm = TRY(Kvm::open());
   TRY_INPUT_STATUS(check_host_limits(config, kvm));
+  timer.mark("open /dev/kvm");
   auto regions = TRY_INPUT(ram_regions(config.mem_bytes));
   auto mem = TRY(GuestMemory::create_anonymous(regions, config.hugepages));
   auto vm = TRY(Vm::create(kvm));
+  timer.mark("create VM");
   // Memory slots before the irqchip: much cheaper on some hosts (HOST-NOTES).
   TRY_STATUS(vm.register_memory(mem));
   TRY_STATUS(vm.set_tss_and_identity_map());
+  timer.mark("memory slots");
   TRY_STATUS(vm.create_irqchip());
+  timer.mark("irqchip");
   TRY_STATUS(vm.create_pit());
+  timer.mark("PIT");
 
   std::unique_ptr<Machine> m(new Machine(std::move(kvm), std::move(vm), std::move(mem)));
   m->config_ = config;
   TRY_INPUT_STATUS(m->load_guest(config));
+  timer.mark("load guest");
   TRY_STATUS(m->create_devices(config));
+  timer.mark("devices");
   TRY_STATUS(m->create_vcpus(config));
+  timer.mark("vCPUs");
   return m;
 }
 
@@ -91,7 +101,9 @@ Machine::~Machine() {
 }
 
 Status Machine::load_guest(const MachineConfig& config) {
-  kernel_ = TRY(load_elf_kernel_file(config.kernel_path.c_str(), mem_));
+  ElfLoadLimits limits;
+  limits.ram_is_zeroed = true;  // anonymous RAM that nothing has written yet
+  kernel_ = TRY(load_elf_kernel_file(config.kernel_path.c_str(), mem_, limits));
   if (config.boot == BootProtocol::kPvh && !kernel_.pvh_entry)
     return make_error("kernel has no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY); use --boot elf");
 

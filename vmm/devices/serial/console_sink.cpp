@@ -47,9 +47,9 @@ void ConsoleSink::writer_loop() {
   std::string chunk;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    if (pending_.empty())
-      cv_.wait(lock, [this] { return closing_ || !pending_.empty(); });
-    else if (!flush_now_)
+    cv_.wait(lock, [this] { return closing_ || !pending_.empty(); });
+    // A partial line waits briefly for its newline, so lines go out in one write.
+    if (!closing_ && !flush_now_)
       cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return closing_ || flush_now_; });
     if (pending_.empty()) {
       if (closing_) return;
