@@ -128,8 +128,11 @@ Result<LoadedKernel> load_elf_kernel(int fd, uint64_t file_size, const GuestMemo
     out.high = std::max(out.high, end);
   }
   if (loaded.empty()) return make_error("kernel: no loadable segments");
+  // A kernel must be enterable by at least one protocol; the caller checks the one it uses.
   if (!mem.contains(GuestAddress(eh.e_entry), 1) && !out.pvh_entry)
     return make_error("kernel: entry point outside guest RAM");
+  if (out.pvh_entry && !mem.contains(GuestAddress(*out.pvh_entry), 1))
+    return make_error("kernel: PVH entry point outside guest RAM");
 
   // Second pass: copy, and clear the rest of each segment unless RAM is known to be zero.
   for (const auto& ph : phdrs) {

@@ -106,6 +106,8 @@ Status Machine::load_guest(const MachineConfig& config) {
   kernel_ = TRY(load_elf_kernel_file(config.kernel_path.c_str(), mem_, limits));
   if (config.boot == BootProtocol::kPvh && !kernel_.pvh_entry)
     return make_error("kernel has no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY); use --boot elf");
+  if (config.boot == BootProtocol::kLinux64 && !mem_.contains(GuestAddress(kernel_.entry), 1))
+    return make_error("kernel: ELF entry point outside guest RAM; try --boot pvh");
 
   InitrdPlacement initrd;
   if (!config.initrd_path.empty())

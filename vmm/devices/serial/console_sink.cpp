@@ -1,7 +1,11 @@
 #include "vmm/devices/serial/console_sink.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 namespace carapace {
 
@@ -58,13 +62,7 @@ void ConsoleSink::writer_loop() {
     chunk.swap(pending_);
     flush_now_ = false;
     lock.unlock();
-    size_t off = 0;
-    while (off < chunk.size()) {
-      ssize_t n = ::write(fd_, chunk.data() + off, chunk.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;  // reader gone: what is left is dropped below
-      off += static_cast<size_t>(n);
-    }
+    size_t off = write_out(chunk);
     lock.lock();
     written_ += off;
     dropped_ += chunk.size() - off;
@@ -72,11 +70,36 @@ void ConsoleSink::writer_loop() {
   }
 }
 
+size_t ConsoleSink::write_out(const std::string& chunk) {
+  size_t off = 0;
+  while (off < chunk.size()) {
+    // Wait for room rather than block in write(): a reader that never drains (a paused pager)
+    // must not keep close() - and so the VMM's exit - waiting forever.
+    pollfd p{fd_, POLLOUT, 0};
+    int r = ::poll(&p, 1, 100);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 || (r > 0 && (p.revents & (POLLERR | POLLNVAL)))) break;
+    if (r == 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closing_ && std::chrono::steady_clock::now() >= give_up_at_) break;
+      continue;
+    }
+    // At most PIPE_BUF bytes: a pipe that reports room takes that much without blocking.
+    size_t len = std::min<size_t>(chunk.size() - off, PIPE_BUF);
+    ssize_t n = ::write(fd_, chunk.data() + off, len);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;  // reader gone: the rest is counted as dropped
+    off += static_cast<size_t>(n);
+  }
+  return off;
+}
+
 void ConsoleSink::close() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_) return;
     closing_ = true;
+    give_up_at_ = std::chrono::steady_clock::now() + kCloseGrace;
   }
   cv_.notify_one();
   if (writer_.joinable()) writer_.join();

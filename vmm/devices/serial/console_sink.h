@@ -4,6 +4,7 @@
 // bytes beyond the bound are dropped and counted.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -19,6 +20,8 @@ namespace carapace {
 class ConsoleSink {
  public:
   static constexpr size_t kDefaultCapacity = 1 << 20;
+  // How long close() lets a stalled reader catch up before the rest is dropped.
+  static constexpr std::chrono::milliseconds kCloseGrace{1000};
 
   // Writes to `fd` (not owned when `owned` is false, e.g. stdout). fd < 0 discards everything.
   ConsoleSink(int fd, bool owned, size_t capacity = kDefaultCapacity);
@@ -37,6 +40,8 @@ class ConsoleSink {
 
  private:
   void writer_loop();
+  // Writes `chunk` unless the reader stalls past the close grace period; returns bytes written.
+  size_t write_out(const std::string& chunk);
 
   int fd_;
   UniqueFd owned_fd_;
@@ -46,6 +51,7 @@ class ConsoleSink {
   std::string pending_;
   bool closing_ = false;
   bool flush_now_ = false;
+  std::chrono::steady_clock::time_point give_up_at_;
   uint64_t dropped_ = 0;
   uint64_t written_ = 0;
   std::thread writer_;
