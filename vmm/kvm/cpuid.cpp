@@ -22,9 +22,11 @@ constexpr uint32_t kBaselineLeaf7Ebx = kLeaf7EbxFsgsbase | kLeaf7EbxErms;
 // Speculation-control and mitigation bits: keeping them lets the guest protect itself.
 constexpr uint32_t kBaselineLeaf7Edx =
     (1u << 10) | (1u << 26) | (1u << 27) | (1u << 28) | (1u << 29) | (1u << 31);
-constexpr uint32_t kBaselineLeaf1EcxHidden = kLeaf1EcxFma | kLeaf1EcxMovbe | kLeaf1EcxPopcnt |
-                                             kLeaf1EcxXsave | kLeaf1EcxOsxsave | kLeaf1EcxAvx |
-                                             kLeaf1EcxF16c;
+// CMPXCHG16B is hidden too: instruction emulators (some hosts emulate guest CPL0) often lack it,
+// and Linux falls back to locks without it.
+constexpr uint32_t kBaselineLeaf1EcxHidden = kLeaf1EcxFma | kLeaf1EcxCx16 | kLeaf1EcxMovbe |
+                                             kLeaf1EcxPopcnt | kLeaf1EcxXsave | kLeaf1EcxOsxsave |
+                                             kLeaf1EcxAvx | kLeaf1EcxF16c;
 // LZCNT/ABM (POPCNT's sibling on AMD), SSE4a, XOP, FMA4, TBM.
 constexpr uint32_t kBaselineExt1EcxHidden =
     kExt1EcxAbm | (1u << 6) | (1u << 11) | (1u << 16) | (1u << 21);

@@ -30,6 +30,7 @@ CpuidTable normalize_cpuid(const CpuidTable& supported, uint32_t vcpu_index, uin
 // CPUID bit positions the normalisation and the templates touch.
 namespace cpuid_bits {
 inline constexpr uint32_t kLeaf1EcxFma = 1u << 12;
+inline constexpr uint32_t kLeaf1EcxCx16 = 1u << 13;
 inline constexpr uint32_t kLeaf1EcxVmx = 1u << 5;
 inline constexpr uint32_t kLeaf1EcxSmx = 1u << 6;
 inline constexpr uint32_t kLeaf1EcxMovbe = 1u << 22;

@@ -207,6 +207,11 @@ VmOutcome Machine::run() {
     kick_vcpu(vcpus_[i], threads[i].native_handle());
   for (auto& t : threads)
     t.join();
+  if (outcome == VmOutcome::kTimeout) {
+    // Where each vCPU was when time ran out: the first clue to a hung guest.
+    for (auto& vcpu : vcpus_)
+      extra_detail_ += "\nvCPU " + std::to_string(vcpu.index()) + ":\n" + vcpu.describe_registers();
+  }
   if (event_loop_) event_loop_->stop();
   if (console_) console_->close();
   return outcome;

@@ -30,7 +30,7 @@ class Machine {
 
   // Runs every vCPU on its own thread until the guest ends, fails or the timeout expires.
   VmOutcome run();
-  std::string outcome_detail() const { return control_.detail(); }
+  std::string outcome_detail() const { return control_.detail() + extra_detail_; }
 
   const GuestMemory& memory() const { return mem_; }
   const LoadedKernel& kernel() const { return kernel_; }
@@ -62,6 +62,7 @@ class Machine {
   std::shared_ptr<Serial> serial_;
   std::unique_ptr<EventLoop> event_loop_;
   RunControl control_;
+  std::string extra_detail_;
 };
 
 }  // namespace carapace

@@ -38,13 +38,20 @@ void handle_mmio(const VcpuLoopContext& ctx, kvm_run* run) {
 
 std::string internal_error_detail(const Vcpu& vcpu, const kvm_run* run) {
   char buf[256];
-  int n = snprintf(
-      buf, sizeof buf, "vCPU %u: KVM internal error, suberror %u%s", vcpu.index(),
-      run->internal.suberror,
-      run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION ? " (emulation failure)" : "");
+  const bool emulation = run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION;
+  int n = snprintf(buf, sizeof buf, "vCPU %u: KVM internal error, suberror %u%s", vcpu.index(),
+                   run->internal.suberror, emulation ? " (emulation failure)" : "");
   std::string out(buf, n);
-  uint32_t nd = std::min<uint32_t>(run->internal.ndata, 16);
-  if (nd) {
+  // Newer kernels report the bytes of the instruction the emulator could not handle.
+  const auto& ef = run->emulation_failure;
+  if (emulation && ef.ndata >= 3 &&
+      (ef.flags & KVM_INTERNAL_ERROR_EMULATION_FLAG_INSTRUCTION_BYTES)) {
+    out += "; instruction bytes:";
+    for (uint32_t i = 0; i < std::min<uint32_t>(ef.insn_size, sizeof ef.insn_bytes); ++i) {
+      snprintf(buf, sizeof buf, " %02x", ef.insn_bytes[i]);
+      out += buf;
+    }
+  } else if (uint32_t nd = std::min<uint32_t>(run->internal.ndata, 16)) {
     out += "; data:";
     for (uint32_t i = 0; i < nd; ++i) {
       snprintf(buf, sizeof buf, " %llx", static_cast<unsigned long long>(run->internal.data[i]));
