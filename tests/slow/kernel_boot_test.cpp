@@ -48,7 +48,8 @@ TEST(KernelBootSlow, RealKernelBootsUnderCarapace) {
       std::chrono::seconds(190));
   ASSERT_FALSE(r.timed_out) << describe(r);
   EXPECT_NE(r.out.find("Linux version 6.12"), std::string::npos) << describe(r);
-  EXPECT_NE(r.out.find("Command line: " + cmdline + "\n"), std::string::npos) << describe(r);
+  // Exactly our command line: the console line ends right after it (Linux's console writes \r\n).
+  EXPECT_NE(r.out.find("Command line: " + cmdline + "\r\n"), std::string::npos) << describe(r);
   EXPECT_NE(r.out.find("Run /init as init process"), std::string::npos) << describe(r);
   if (hw) {
     EXPECT_TRUE(has_line(r.out, "CARAPACE-INIT-MARKER ok")) << describe(r);
