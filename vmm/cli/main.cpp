@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "vmm/base/log.h"
+#include "vmm/cli/agent_command.h"
 #include "vmm/cli/run_args.h"
 #include "vmm/machine/deferred_teardown.h"
 #include "vmm/machine/exit_status.h"
@@ -20,6 +21,7 @@ constexpr char kUsage[] =
     "usage: carapace <command> [options]\n"
     "commands:\n"
     "  run       boot a kernel in a new microVM (carapace run --help)\n"
+    "  agent     send a request to a sandbox's guest agent (carapace agent --help)\n"
     "  version   print the version\n"
     "  --help    this text\n";
 
@@ -80,5 +82,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "run") return cmd_run(rest);
+  if (cmd == "agent") return carapace::cmd_agent(rest);
   return fail_usage("unknown command '" + cmd + "' (see carapace --help)");
 }

@@ -1,0 +1,48 @@
+// What every connection shares: the options, the sandbox root, the token, the children and the
+// running execs.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "guest/agent/child_registry.h"
+#include "guest/agent/exec_table.h"
+#include "guest/agent/options.h"
+#include "guest/agent/sandbox_root.h"
+
+namespace carapace::agent {
+
+// The sandbox token. Requests are compared in constant time; post_restore replaces it.
+class TokenStore {
+ public:
+  void set(std::string token);
+  bool is_set();
+  bool matches(std::string_view candidate);
+
+ private:
+  std::mutex mu_;
+  std::string token_;
+};
+
+struct AgentContext {
+  AgentContext(AgentOptions o, bool system, SandboxRoot r, std::unique_ptr<ChildRegistry> c)
+      : options(std::move(o)), system_mode(system), root(std::move(r)), children(std::move(c)) {}
+
+  AgentOptions options;
+  // PID 1 of a guest: post_restore and shutdown act on the machine (clock, entropy, hostname,
+  // power). Otherwise (host tests) they are validated and reported as skipped, and shutdown
+  // ends only the agent process.
+  bool system_mode;
+  SandboxRoot root;
+  std::unique_ptr<ChildRegistry> children;
+  TokenStore token;
+  ExecTable execs;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::atomic<int> connections{0};  // being served now (server.cpp caps it)
+};
+
+}  // namespace carapace::agent

@@ -1,0 +1,124 @@
+#include "guest/agent/options.h"
+
+#include <cctype>
+#include <charconv>
+
+namespace carapace::agent {
+
+const char kAgentUsage[] =
+    "usage: carapace-agent [--listen vsock[:PORT] | --listen unix:PATH] [--token HEX]\n"
+    "                      [--root DIR] [--max-file-bytes N] [--max-connections N]\n"
+    "As PID 1 of a guest it sets up the root file system first and reads carapace.token= and\n"
+    "carapace.selftest= from the kernel command line (see guest/agent/README.md).\n";
+
+namespace {
+
+Error bad(std::string msg) {
+  return as_invalid_input(make_error(std::move(msg)));
+}
+
+Result<uint64_t> parse_number(const std::string& flag, std::string_view text, uint64_t max) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v > max)
+    return bad(flag + ": '" + std::string(text) + "' is not a number in 0.." + std::to_string(max));
+  return v;
+}
+
+Status parse_listen(std::string_view spec, AgentOptions* o) {
+  if (spec == "vsock") {
+    o->listen = AgentOptions::Listen::kVsock;
+    return {};
+  }
+  if (spec.starts_with("vsock:")) {
+    o->listen = AgentOptions::Listen::kVsock;
+    o->vsock_port =
+        static_cast<uint32_t>(TRY(parse_number("--listen", spec.substr(6), 0xfffffffe)));
+    return {};
+  }
+  if (spec.starts_with("unix:") && spec.size() > 5) {
+    o->listen = AgentOptions::Listen::kUnix;
+    o->unix_path = std::string(spec.substr(5));
+    return {};
+  }
+  return bad("--listen: expected vsock, vsock:PORT or unix:PATH, got '" + std::string(spec) + "'");
+}
+
+}  // namespace
+
+bool valid_token(std::string_view token) {
+  if (token.empty() || token.size() > kMaxTokenChars) return false;
+  for (char c : token)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+bool valid_selftest_name(std::string_view name) {
+  if (name.empty() || name.size() > 64 || name.front() == '.') return false;
+  for (char c : name) {
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<AgentOptions> parse_agent_args(const std::vector<std::string>& args) {
+  AgentOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (i + 1 >= args.size()) return bad("unknown flag or missing value: '" + a + "'");
+    const std::string& v = args[++i];
+    if (a == "--listen") {
+      TRY_STATUS(parse_listen(v, &o));
+    } else if (a == "--token") {
+      if (!valid_token(v))
+        return bad("--token: expected 1.." + std::to_string(kMaxTokenChars) + " hex digits");
+      o.token = v;
+    } else if (a == "--root") {
+      if (v.empty() || v.front() != '/') return bad("--root: expected an absolute path");
+      o.root = v;
+    } else if (a == "--max-file-bytes") {
+      o.max_file_bytes = TRY(parse_number(a, v, uint64_t{1} << 40));
+    } else if (a == "--max-connections") {
+      o.max_connections = static_cast<int>(TRY(parse_number(a, v, 4096)));
+      if (o.max_connections == 0) return bad("--max-connections: must be at least 1");
+    } else {
+      return bad("unknown flag '" + a + "'");
+    }
+  }
+  return o;
+}
+
+KernelCmdline parse_kernel_cmdline(std::string_view cmdline) {
+  KernelCmdline out;
+  size_t i = 0;
+  while (i < cmdline.size()) {
+    while (i < cmdline.size() && std::isspace(static_cast<unsigned char>(cmdline[i])))
+      ++i;
+    size_t start = i;
+    while (i < cmdline.size() && !std::isspace(static_cast<unsigned char>(cmdline[i])))
+      ++i;
+    std::string_view word = cmdline.substr(start, i - start);
+    if (word.starts_with("carapace.token=")) {
+      std::string_view v = word.substr(15);
+      if (valid_token(v))
+        out.token = std::string(v);
+      else
+        out.problems.push_back("carapace.token= is not 1.." + std::to_string(kMaxTokenChars) +
+                               " hex digits; ignored");
+    } else if (word.starts_with("carapace.selftest=")) {
+      std::string_view v = word.substr(18);
+      if (valid_selftest_name(v))
+        out.selftest = std::string(v);
+      else
+        out.problems.push_back("carapace.selftest= is not a plain file name; ignored");
+    }
+  }
+  return out;
+}
+
+}  // namespace carapace::agent

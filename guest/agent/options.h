@@ -1,0 +1,48 @@
+// What the agent is told at start: its command-line flags, and for the guest's PID 1 the kernel
+// command line. Pure parsing (no I/O), unit tested in tests/agent/options_test.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "guest/agent/protocol/wire.h"
+#include "vmm/base/result.h"
+
+namespace carapace::agent {
+
+struct AgentOptions {
+  enum class Listen { kVsock, kUnix };
+  Listen listen = Listen::kVsock;
+  uint32_t vsock_port = kAgentVsockPort;
+  std::string unix_path;
+  std::string token;  // empty: none given
+  // The sandbox root: file operations and exec working directories are confined to it.
+  std::string root = "/work";
+  uint64_t max_file_bytes = kDefaultMaxFileBytes;
+  int max_connections = kDefaultMaxConnections;
+  bool help = false;
+};
+
+// --listen vsock[:PORT] | unix:PATH, --token HEX, --root DIR, --max-file-bytes N,
+// --max-connections N, --help.
+Result<AgentOptions> parse_agent_args(const std::vector<std::string>& args);
+
+// carapace.token=HEX and carapace.selftest=NAME from /proc/cmdline. A malformed value is left
+// out and described in `problems` (PID 1 prints them; it must not stop over them).
+struct KernelCmdline {
+  std::string token;
+  std::string selftest;
+  std::vector<std::string> problems;
+};
+KernelCmdline parse_kernel_cmdline(std::string_view cmdline);
+
+// 1..kMaxTokenChars hex digits.
+bool valid_token(std::string_view token);
+// A file name under /usr/lib/carapace/selftest: [A-Za-z0-9._-], not starting with '.'.
+bool valid_selftest_name(std::string_view name);
+
+extern const char kAgentUsage[];
+
+}  // namespace carapace::agent

@@ -1,0 +1,51 @@
+// SandboxRoot: the directory file operations and exec working directories are confined to
+// (/work in the guest, --root for host tests). SECURITY-CHECKS 28: every request path is
+// resolved by the kernel beneath the root's descriptor with
+//   openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV),
+// so "..", symlinks (anywhere in the path), /proc magic links and mount crossings are refused at
+// the moment of the open - a path swapped after any earlier look cannot lead outside. Callers
+// then work on the returned descriptor only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "vmm/base/result.h"
+#include "vmm/base/unique_fd.h"
+
+namespace carapace::agent {
+
+// openat2(dirfd, path, flags, mode) with the confining RESOLVE_* flags above.
+Result<UniqueFd> open_beneath(int dirfd, const std::string& path, uint64_t flags, mode_t mode = 0);
+
+class SandboxRoot {
+ public:
+  // Opens `path` (made canonical with realpath) as the root.
+  static Result<SandboxRoot> open(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  int fd() const { return fd_.get(); }
+
+  // A request path made relative to the root: a relative path, or an absolute one inside the
+  // root's path. Empty, "." and the root itself give ".". NUL bytes, ".." components and
+  // absolute paths elsewhere are refused (path_refused) before the kernel sees them.
+  Result<std::string> relative(std::string_view path) const;
+
+  // Opens a request path beneath the root.
+  Result<UniqueFd> open(std::string_view path, uint64_t flags, mode_t mode = 0) const;
+
+  // Opens (O_PATH) the directory that holds the path's last component and stores that
+  // component in *leaf. With `parents`, missing directories are created (0755) one confined
+  // step at a time.
+  Result<UniqueFd> open_parent(std::string_view path, bool parents, std::string* leaf) const;
+
+ private:
+  SandboxRoot(std::string path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
+  std::string path_;
+  UniqueFd fd_;
+};
+
+}  // namespace carapace::agent

@@ -1,0 +1,62 @@
+// virtio-rng (virtio 1.2 §5.4): one request queue; the device fills each request's writable
+// buffers with bytes from getrandom(2) and completes it with the number written. A RateLimiter
+// (bytes and requests per period) caps how fast a guest can drain host entropy; a throttled
+// request waits on a timerfd in the event loop and resumes when tokens refill.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+
+#include "vmm/base/token_bucket.h"
+#include "vmm/base/unique_fd.h"
+#include "vmm/virtio/virtio_device.h"
+
+namespace carapace {
+
+class VirtioRng : public virtio::VirtioDevice {
+ public:
+  static constexpr uint16_t kQueueSize = 256;
+  // At most this many bytes per request: one getrandom-sized bite keeps the loop responsive.
+  static constexpr uint32_t kMaxRequestBytes = 64 * 1024;
+
+  static Result<std::shared_ptr<VirtioRng>> create(const RateLimiter::Config& limit = {});
+
+  uint32_t device_type() const override { return uint32_t(virtio::DeviceType::kRng); }
+  std::span<const uint16_t> queue_max_sizes() const override { return kQueueMaxSizes; }
+  uint64_t device_features() const override { return 0; }  // virtio 1.2 §5.4.3: none
+  // virtio 1.2 §5.4.4: no configuration space; reads stay zero, writes are ignored.
+  void read_config(uint64_t, std::span<uint8_t>) const override {}
+  void write_config(uint64_t, std::span<const uint8_t>) override {}
+
+  Status activate(virtio::ActivationContext ctx) override;
+  void reset() override;
+  void queue_notify(uint16_t index) override;
+
+  uint64_t bytes_served() const;
+  bool throttled() const;
+
+ private:
+  static constexpr uint16_t kQueueMaxSizes[] = {kQueueSize};
+
+  VirtioRng(const RateLimiter::Config& limit, UniqueFd timer)
+      : limit_config_(limit), limiter_(limit, RateLimiter::now_ns()), timer_(std::move(timer)) {}
+
+  void process_locked();
+  void on_timer();
+  void arm_timer(uint64_t ns);
+
+  const RateLimiter::Config limit_config_;
+  mutable std::mutex mu_;
+  std::optional<virtio::ActivationContext> ctx_;  // set while active
+  RateLimiter limiter_;
+  UniqueFd timer_;  // timerfd: resumes throttled work
+  bool timer_registered_ = false;
+  bool throttled_ = false;
+  bool broken_ = false;  // NEEDS_RESET reported; wait for reset
+  uint64_t bytes_served_ = 0;
+};
+
+}  // namespace carapace
