@@ -21,6 +21,16 @@ ScenarioResult run_memory(const BootInfo& boot);
 ScenarioResult run_timer(const BootInfo& boot);
 ScenarioResult run_smp(const BootInfo& boot);
 ScenarioResult run_fault(const BootInfo& boot);
+// Snapshot scenarios.
+ScenarioResult run_counter(const BootInfo& boot);
+// virtio scenarios (drivers in guest/testguest/virtio/).
+ScenarioResult run_rng(const BootInfo& boot);
+ScenarioResult run_blk(const BootInfo& boot);
+ScenarioResult run_net(const BootInfo& boot);
+ScenarioResult run_vsock(const BootInfo& boot);
+ScenarioResult run_hostile(const BootInfo& boot);
+ScenarioResult run_blk_bench(const BootInfo& boot);
+ScenarioResult run_vsock_bench(const BootInfo& boot);
 
 // The running scenario's name as given on the command line (for messages printed out of line).
 const char* scenario_name();

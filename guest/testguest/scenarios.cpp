@@ -6,8 +6,20 @@ namespace testguest {
 namespace {
 
 constexpr Scenario kScenarios[] = {
-    {"boot-info", run_boot_info}, {"serial", run_serial}, {"memory", run_memory},
-    {"timer", run_timer},         {"smp", run_smp},       {"fault", run_fault},
+    {"boot-info", run_boot_info},
+    {"serial", run_serial},
+    {"memory", run_memory},
+    {"timer", run_timer},
+    {"smp", run_smp},
+    {"fault", run_fault},
+    {"rng", run_rng},
+    {"blk", run_blk},
+    {"net", run_net},
+    {"vsock", run_vsock},
+    {"hostile", run_hostile},
+    {"blk-bench", run_blk_bench},
+    {"vsock-bench", run_vsock_bench},
+    {"counter", run_counter},
 };
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "vmm/cli/device_args.h"
+
 namespace carapace {
 
 const char kRunUsage[] =
@@ -18,6 +20,12 @@ const char kRunUsage[] =
     "  --boot elf|pvh             Linux 64-bit entry (default) or the PVH note's 32-bit entry\n"
     "  --console stdio|file:PATH|none   where the serial console goes (default stdio)\n"
     "  --console-input            feed stdin to the serial console\n"
+    "  --drive path=FILE[,ro=on|off][,overlay=FILE][,serial=ID][,bps=N][,iops=N]   (repeatable)\n"
+    "                             virtio-blk disk; overlay= keeps FILE read-only and writes there\n"
+    "  --net tap=NAME|unix=PATH[,mac=MAC][,allow=CIDR:PROTO:PORT]...[,rx_bps=N][,tx_bps=N]\n"
+    "                             virtio-net (repeatable); any allow= denies all other egress\n"
+    "  --vsock cid=N,uds=PATH     virtio-vsock; host connects to PATH and writes CONNECT <port>\n"
+    "  --rng                      virtio-rng (entropy from getrandom)\n"
     "  --timeout SEC              stop the VM after SEC seconds (exit status 5)\n"
     "  --teardown deferred|sync   exit before (default) or after KVM has destroyed the VM\n"
     "  --log-level error|warn|info|debug\n"
@@ -104,15 +112,28 @@ Result<RunArgs> parse_run_args(const std::vector<std::string>& args) {
       } else {
         return bad("--console: expected stdio, file:PATH or none, got '" + v + "'");
       }
+    } else if (flag == "--drive") {
+      m.devices.drives.push_back(TRY(parse_drive_arg(TRY(value()))));
+    } else if (flag == "--net") {
+      m.devices.nets.push_back(TRY(parse_net_arg(TRY(value()))));
+    } else if (flag == "--vsock") {
+      if (m.devices.vsock) return bad("--vsock: only one vsock device per VM");
+      m.devices.vsock = TRY(parse_vsock_arg(TRY(value())));
+    } else if (flag == "--rng") {
+      if (m.devices.rng) return bad("--rng: given twice");
+      m.devices.rng = RngDeviceConfig{};
     } else if (flag == "--console-input") {
       m.console.input = true;
     } else if (flag == "--timeout") {
       m.timeout_seconds = TRY(parse_seconds(flag, TRY(value())));
     } else if (flag == "--teardown") {
       std::string v = TRY(value());
-      if (v == "deferred") out.deferred_teardown = true;
-      else if (v == "sync") out.deferred_teardown = false;
-      else return bad("--teardown: expected deferred or sync, got '" + v + "'");
+      if (v == "deferred")
+        out.deferred_teardown = true;
+      else if (v == "sync")
+        out.deferred_teardown = false;
+      else
+        return bad("--teardown: expected deferred or sync, got '" + v + "'");
     } else if (flag == "--log-level") {
       std::string v = TRY(value());
       static const char* const kLevels[] = {"error", "warn", "info", "debug"};

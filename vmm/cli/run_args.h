@@ -12,7 +12,7 @@ namespace carapace {
 
 struct RunArgs {
   MachineConfig machine;
-  int log_level = 1;  // 0 error, 1 warn, 2 info, 3 debug
+  int log_level = 1;              // 0 error, 1 warn, 2 info, 3 debug
   bool deferred_teardown = true;  // see vmm/machine/deferred_teardown.h
 };
 

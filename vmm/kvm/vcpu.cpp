@@ -75,6 +75,37 @@ Status Vcpu::set_mp_state(const kvm_mp_state& m) {
   return set_state(fd_.get(), KVM_SET_MP_STATE, m, "KVM_SET_MP_STATE");
 }
 
+Result<kvm_xsave> Vcpu::get_xsave() const {
+  return get_state<kvm_xsave>(fd_.get(), KVM_GET_XSAVE, "KVM_GET_XSAVE");
+}
+Status Vcpu::set_xsave(const kvm_xsave& x) {
+  return set_state(fd_.get(), KVM_SET_XSAVE, x, "KVM_SET_XSAVE");
+}
+Result<kvm_xcrs> Vcpu::get_xcrs() const {
+  return get_state<kvm_xcrs>(fd_.get(), KVM_GET_XCRS, "KVM_GET_XCRS");
+}
+Status Vcpu::set_xcrs(const kvm_xcrs& x) {
+  return set_state(fd_.get(), KVM_SET_XCRS, x, "KVM_SET_XCRS");
+}
+Result<kvm_vcpu_events> Vcpu::get_vcpu_events() const {
+  return get_state<kvm_vcpu_events>(fd_.get(), KVM_GET_VCPU_EVENTS, "KVM_GET_VCPU_EVENTS");
+}
+Status Vcpu::set_vcpu_events(const kvm_vcpu_events& e) {
+  return set_state(fd_.get(), KVM_SET_VCPU_EVENTS, e, "KVM_SET_VCPU_EVENTS");
+}
+Result<kvm_debugregs> Vcpu::get_debugregs() const {
+  return get_state<kvm_debugregs>(fd_.get(), KVM_GET_DEBUGREGS, "KVM_GET_DEBUGREGS");
+}
+Status Vcpu::set_debugregs(const kvm_debugregs& d) {
+  return set_state(fd_.get(), KVM_SET_DEBUGREGS, d, "KVM_SET_DEBUGREGS");
+}
+Status Vcpu::notify_paused() {
+  // EINVAL: the guest has not enabled kvmclock; nothing to tell.
+  if (::ioctl(fd_.get(), KVM_KVMCLOCK_CTRL, 0) < 0 && errno != EINVAL)
+    return sys_error("KVM_KVMCLOCK_CTRL");
+  return {};
+}
+
 Status Vcpu::set_cpuid(const CpuidTable& cpuid) {
   auto blob = cpuid.to_kvm();
   if (::ioctl(fd_.get(), KVM_SET_CPUID2, blob.data()) < 0) return sys_error("KVM_SET_CPUID2");

@@ -47,6 +47,17 @@ class Vcpu {
   Status set_lapic(const kvm_lapic_state& lapic);
   Result<kvm_mp_state> get_mp_state() const;
   Status set_mp_state(const kvm_mp_state& state);
+  Result<kvm_xsave> get_xsave() const;
+  Status set_xsave(const kvm_xsave& xsave);
+  Result<kvm_xcrs> get_xcrs() const;
+  Status set_xcrs(const kvm_xcrs& xcrs);
+  Result<kvm_vcpu_events> get_vcpu_events() const;
+  Status set_vcpu_events(const kvm_vcpu_events& events);
+  Result<kvm_debugregs> get_debugregs() const;
+  Status set_debugregs(const kvm_debugregs& regs);
+  // Tells KVM the guest was paused on purpose, so its soft-lockup watchdog does not fire after a
+  // resume (KVM_KVMCLOCK_CTRL). Harmless when the guest does not use kvmclock.
+  Status notify_paused();
 
   // Multi-line dump of general and segment registers for crash reports.
   std::string describe_registers() const;

@@ -77,12 +77,17 @@ Status Vm::register_irqfd(int event_fd, uint32_t gsi) {
   return {};
 }
 
-Status Vm::register_ioeventfd(int event_fd, uint64_t addr, uint32_t len, bool mmio) {
+Status Vm::register_ioeventfd(int event_fd, uint64_t addr, uint32_t len, bool mmio,
+                              std::optional<uint64_t> datamatch) {
   kvm_ioeventfd e{};
   e.addr = addr;
   e.len = len;
   e.fd = event_fd;
   e.flags = mmio ? 0 : KVM_IOEVENTFD_FLAG_PIO;
+  if (datamatch) {
+    e.flags |= KVM_IOEVENTFD_FLAG_DATAMATCH;
+    e.datamatch = *datamatch;
+  }
   if (::ioctl(fd_.get(), KVM_IOEVENTFD, &e) < 0) return sys_error("KVM_IOEVENTFD");
   return {};
 }

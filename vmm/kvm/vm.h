@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "vmm/base/result.h"
 #include "vmm/base/unique_fd.h"
@@ -31,7 +32,10 @@ class Vm {
   // Raises (level=true) or lowers an interrupt line on the PIC/IOAPIC.
   Status set_irq_line(uint32_t irq, bool level);
   Status register_irqfd(int event_fd, uint32_t gsi);
-  Status register_ioeventfd(int event_fd, uint64_t addr, uint32_t len, bool mmio);
+  // A guest write of `len` bytes at `addr` (equal to `datamatch`, when given) signals `event_fd`
+  // inside the kernel, without an exit to user space.
+  Status register_ioeventfd(int event_fd, uint64_t addr, uint32_t len, bool mmio,
+                            std::optional<uint64_t> datamatch = std::nullopt);
 
  private:
   explicit Vm(UniqueFd fd) : fd_(std::move(fd)) {}

@@ -66,13 +66,8 @@ Status check_host_limits(const MachineConfig& config, const Kvm& kvm) {
     if (!try_in_.ok()) return as_invalid_input(try_in_.take_error()); \
   } while (0)
 
-Result<std::unique_ptr<Machine>> Machine::build(const MachineConfig& config) {
-  PhaseTimer timer("build");
-  auto kvm = TRY(Kvm::open());
-  TRY_INPUT_STATUS(check_host_limits(config, kvm));
-  timer.mark("open /dev/kvm");
-  auto regions = TRY_INPUT(ram_regions(config.mem_bytes));
-  auto mem = TRY(GuestMemory::create_anonymous(regions, config.hugepages));
+Result<std::unique_ptr<Machine>> Machine::assemble(Kvm kvm, GuestMemory mem,
+                                                   const MachineConfig& config, PhaseTimer& timer) {
   auto vm = TRY(Vm::create(kvm));
   timer.mark("create VM");
   // Memory slots before the irqchip: much cheaper on some hosts (HOST-NOTES).
@@ -83,19 +78,75 @@ Result<std::unique_ptr<Machine>> Machine::build(const MachineConfig& config) {
   timer.mark("irqchip");
   TRY_STATUS(vm.create_pit());
   timer.mark("PIT");
-
   std::unique_ptr<Machine> m(new Machine(std::move(kvm), std::move(vm), std::move(mem)));
   m->config_ = config;
-  TRY_INPUT_STATUS(m->load_guest(config));
-  timer.mark("load guest");
+  // Devices before the kernel: they decide the `virtio_mmio.device=` words of the command line.
   TRY_STATUS(m->create_devices(config));
   timer.mark("devices");
+  return m;
+}
+
+Result<std::unique_ptr<Machine>> Machine::build(const MachineConfig& config) {
+  PhaseTimer timer("build");
+  auto kvm = TRY(Kvm::open());
+  TRY_INPUT_STATUS(check_host_limits(config, kvm));
+  timer.mark("open /dev/kvm");
+  auto regions = TRY_INPUT(ram_regions(config.mem_bytes));
+  auto mem = TRY(GuestMemory::create_anonymous(regions, config.hugepages));
+  auto m = TRY(assemble(std::move(kvm), std::move(mem), config, timer));
+  TRY_INPUT_STATUS(m->load_guest(config));
+  timer.mark("load guest");
   TRY_STATUS(m->create_vcpus(config));
   timer.mark("vCPUs");
   return m;
 }
 
+Result<std::unique_ptr<Machine>> Machine::restore(const MachineConfig& config,
+                                                  const MachineState& state, GuestMemory mem) {
+  PhaseTimer timer("restore");
+  if (state.vcpus.empty()) return make_error("snapshot has no vCPUs");
+  MachineConfig effective = config;
+  effective.vcpus = static_cast<uint32_t>(state.vcpus.size());
+  effective.mem_bytes = mem.total_size();
+  effective.cpu_template = state.cpu_template;
+  auto kvm = TRY(Kvm::open());
+  TRY_INPUT_STATUS(check_host_limits(effective, kvm));
+  auto m = TRY(assemble(std::move(kvm), std::move(mem), effective, timer));
+  // The VM-wide chips before the vCPUs: a vCPU's LAPIC state refers to the IOAPIC's routing.
+  TRY_STATUS(apply_vm_state(m->vm_, state.vm));
+  m->serial_->restore(state.serial);
+  m->vcpus_.reserve(state.vcpus.size());
+  for (uint32_t i = 0; i < state.vcpus.size(); ++i) {
+    auto vcpu = TRY(Vcpu::create(m->kvm_, m->vm_, i));
+    TRY_STATUS(apply_vcpu_state(vcpu, state.vcpus[i]));
+    m->cpuids_.push_back(state.vcpus[i].cpuid);
+    m->vcpus_.push_back(std::move(vcpu));
+  }
+  timer.mark("vCPU state");
+  return m;
+}
+
+Result<MachineState> Machine::capture_state() const {
+  if (!paused()) return make_error("the VM must be paused to capture its state");
+  MachineState s;
+  for (const auto& r : mem_.regions())
+    s.ram.push_back({r.start, r.size});
+  s.cpu_template = config_.cpu_template;
+  s.vm = TRY(capture_vm_state(vm_));
+  if (msr_indices_.empty() && !vcpus_.empty()) msr_indices_ = TRY(saveable_msrs(kvm_, vcpus_[0]));
+  for (size_t i = 0; i < vcpus_.size(); ++i)
+    s.vcpus.push_back(TRY(capture_vcpu_state(vcpus_[i], cpuids_[i], msr_indices_)));
+  s.serial = serial_->save();
+  return s;
+}
+
 Machine::~Machine() {
+  // A VM dropped while running (an error path, a test that bailed out) is stopped first: its vCPU
+  // threads use every member below.
+  if (!threads_.empty()) {
+    stop(VmOutcome::kHostError, "VM destroyed while running");
+    (void)wait();
+  }
   if (event_loop_) event_loop_->stop();
   if (console_) console_->close();
 }
@@ -115,6 +166,9 @@ Status Machine::load_guest(const MachineConfig& config) {
 
   Cmdline cmdline(layout::kCmdlineMax);
   TRY_STATUS(cmdline.append(config.cmdline));
+  if (virtio_)
+    for (const auto& word : virtio_->cmdline_words())
+      TRY_STATUS(cmdline.append(word));
   TRY_STATUS(cmdline.write_to(mem_, GuestAddress(layout::kCmdlineAddr)));
   cmdline_ = cmdline.str();
 
@@ -144,7 +198,8 @@ Status Machine::create_vcpus(const MachineConfig& config) {
   vcpus_.reserve(config.vcpus);
   for (uint32_t i = 0; i < config.vcpus; ++i) {
     auto vcpu = TRY(Vcpu::create(kvm_, vm_, i));
-    TRY_STATUS(vcpu.set_cpuid(normalize_cpuid(supported, i, config.vcpus, config.cpu_template)));
+    cpuids_.push_back(normalize_cpuid(supported, i, config.vcpus, config.cpu_template));
+    TRY_STATUS(vcpu.set_cpuid(cpuids_.back()));
     TRY_STATUS(setup_vcpu_msrs(vcpu));
     TRY_STATUS(setup_vcpu_lapic(vcpu));
     if (i == 0) TRY_STATUS(setup_boot_vcpu(vcpu, boot_entry_));
@@ -174,8 +229,14 @@ Status Machine::create_devices(const MachineConfig& config) {
   TRY_STATUS(pio_bus_.insert(i8042, I8042::kDataPort, I8042::kCommandPort - I8042::kDataPort + 1,
                              "i8042"));
 
+  const DeviceConfigs& dev = config.devices;
+  const bool any_virtio = !dev.drives.empty() || !dev.nets.empty() || dev.vsock || dev.rng;
+  if (config.console.input || any_virtio) event_loop_ = TRY(EventLoop::create());
+  if (any_virtio) {
+    virtio_ = std::make_unique<VirtioDeviceSet>(vm_, mem_, mmio_bus_, *event_loop_);
+    TRY_STATUS(virtio_->add_configured(dev));
+  }
   if (config.console.input) {
-    event_loop_ = TRY(EventLoop::create());
     TRY_STATUS(event_loop_->add(STDIN_FILENO, EPOLLIN, [this](uint32_t) {
       uint8_t buf[64];
       ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
@@ -191,22 +252,62 @@ Status Machine::create_devices(const MachineConfig& config) {
 }
 
 VmOutcome Machine::run() {
+  start();
+  return wait();
+}
+
+void Machine::start() {
   install_vcpu_kick_handler();
   if (event_loop_) event_loop_->start_thread();
-  std::vector<std::thread> threads;
-  threads.reserve(vcpus_.size());
+  threads_.reserve(vcpus_.size());
   for (auto& vcpu : vcpus_) {
     VcpuLoopContext ctx{&vcpu, &pio_bus_, &mmio_bus_, &control_};
-    threads.emplace_back([ctx] { run_vcpu_loop(ctx); });
+    threads_.emplace_back([ctx] { run_vcpu_loop(ctx); });
   }
+}
+
+void Machine::kick_all() {
+  for (size_t i = 0; i < threads_.size(); ++i)
+    kick_vcpu(vcpus_[i], threads_[i].native_handle());
+}
+
+Status Machine::pause() {
+  std::lock_guard<std::mutex> lock(pause_mu_);
+  if (threads_.empty()) return make_error("the VM is not running");
+  if (paused_) return {};
+  control_.request_pause();
+  kick_all();
+  if (!control_.wait_paused(vcpus_.size())) {
+    control_.resume();
+    return make_error("the VM ended before it could be paused");
+  }
+  for (auto& vcpu : vcpus_)
+    (void)vcpu.notify_paused();
+  paused_ = true;
+  return {};
+}
+
+void Machine::resume() {
+  std::lock_guard<std::mutex> lock(pause_mu_);
+  if (!paused_) return;
+  paused_ = false;
+  control_.resume();
+}
+
+bool Machine::paused() const {
+  std::lock_guard<std::mutex> lock(pause_mu_);
+  return paused_;
+}
+
+VmOutcome Machine::wait() {
   std::optional<std::chrono::nanoseconds> timeout;
   if (config_.timeout_seconds)
     timeout = std::chrono::nanoseconds(static_cast<int64_t>(*config_.timeout_seconds * 1e9));
   VmOutcome outcome = control_.wait(timeout);
-  for (size_t i = 0; i < vcpus_.size(); ++i)
-    kick_vcpu(vcpus_[i], threads[i].native_handle());
-  for (auto& t : threads)
+  kick_all();
+  for (auto& t : threads_)
     t.join();
+  threads_.clear();
   if (outcome == VmOutcome::kTimeout) {
     // Where each vCPU was when time ran out: the first clue to a hung guest.
     for (auto& vcpu : vcpus_)
@@ -215,6 +316,10 @@ VmOutcome Machine::run() {
   if (event_loop_) event_loop_->stop();
   if (console_) console_->close();
   return outcome;
+}
+
+void Machine::stop(VmOutcome outcome, std::string detail) {
+  control_.finish(outcome, std::move(detail));
 }
 
 }  // namespace carapace

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "vmm/base/phase_timer.h"
 #include "vmm/base/result.h"
 #include "vmm/boot/elf_loader.h"
 #include "vmm/devices/bus.h"
@@ -17,7 +20,9 @@
 #include "vmm/kvm/vcpu.h"
 #include "vmm/kvm/vm.h"
 #include "vmm/machine/machine_config.h"
+#include "vmm/machine/machine_state.h"
 #include "vmm/machine/run_control.h"
+#include "vmm/machine/virtio_devices.h"
 #include "vmm/memory/guest_memory.h"
 
 namespace carapace {
@@ -26,10 +31,29 @@ class Machine {
  public:
   // Validates `config` against the host and builds the VM; nothing runs yet.
   static Result<std::unique_ptr<Machine>> build(const MachineConfig& config);
+  // Rebuilds a VM from a captured state and its RAM (typically mapped MAP_PRIVATE from a
+  // snapshot's memory file). The shape (RAM, vCPUs, CPU template) comes from `state`; console,
+  // device backends and timeout from `config`. Nothing runs yet.
+  static Result<std::unique_ptr<Machine>> restore(const MachineConfig& config,
+                                                  const MachineState& state, GuestMemory mem);
+
+  // The VM's state apart from RAM; the VM must be paused.
+  Result<MachineState> capture_state() const;
   ~Machine();
 
   // Runs every vCPU on its own thread until the guest ends, fails or the timeout expires.
   VmOutcome run();
+  // run() in two halves, for callers that control the VM while it runs (the API server).
+  void start();
+  VmOutcome wait();
+  // Ends a running VM from outside (API, pool): wait() returns `outcome`.
+  void stop(VmOutcome outcome, std::string detail);
+
+  // Stops every vCPU at a clean point (pending I/O completed) and keeps them stopped until
+  // resume(). Safe from any thread while the VM runs; an error once the VM has ended.
+  Status pause();
+  void resume();
+  bool paused() const;
   std::string outcome_detail() const { return control_.detail() + extra_detail_; }
 
   const GuestMemory& memory() const { return mem_; }
@@ -41,6 +65,9 @@ class Machine {
   Machine(Kvm kvm, Vm vm, GuestMemory mem)
       : kvm_(std::move(kvm)), vm_(std::move(vm)), mem_(std::move(mem)) {}
 
+  // The parts build() and restore() share: VM, memory slots, irqchip, PIT and devices.
+  static Result<std::unique_ptr<Machine>> assemble(Kvm kvm, GuestMemory mem,
+                                                   const MachineConfig& config, PhaseTimer& timer);
   Status load_guest(const MachineConfig& config);
   Status create_vcpus(const MachineConfig& config);
   Status create_devices(const MachineConfig& config);
@@ -55,14 +82,25 @@ class Machine {
   std::string cmdline_;
   BootEntry boot_entry_;
   std::vector<Vcpu> vcpus_;
+  std::vector<CpuidTable> cpuids_;             // what each vCPU was given, for snapshots
+  mutable std::vector<uint32_t> msr_indices_;  // saveable MSRs, found on the first capture
+  // Declared before the buses: the MMIO bus holds the last references to the virtio transports,
+  // whose destructors (and the devices', e.g. vsock's listener) remove their fds from the loop.
+  std::unique_ptr<EventLoop> event_loop_;
   IoBus pio_bus_;
   IoBus mmio_bus_;
   std::unique_ptr<ConsoleSink> console_;
   std::unique_ptr<IrqLine> serial_irq_;
   std::shared_ptr<Serial> serial_;
-  std::unique_ptr<EventLoop> event_loop_;
+  // After event_loop_: the devices go first, while the (stopped) loop still exists.
+  std::unique_ptr<VirtioDeviceSet> virtio_;
+  void kick_all();
+
   RunControl control_;
   std::string extra_detail_;
+  std::vector<std::thread> threads_;  // one per vCPU while running
+  mutable std::mutex pause_mu_;       // serialises pause()/resume()
+  bool paused_ = false;
 };
 
 }  // namespace carapace

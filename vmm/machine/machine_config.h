@@ -7,6 +7,7 @@
 
 #include "vmm/boot/cpu_boot_state.h"
 #include "vmm/kvm/cpuid.h"
+#include "vmm/machine/device_config.h"
 
 namespace carapace {
 
@@ -28,6 +29,7 @@ struct MachineConfig {
   CpuTemplate cpu_template = CpuTemplate::kHost;
   BootProtocol boot = BootProtocol::kLinux64;
   ConsoleConfig console;
+  DeviceConfigs devices;
   std::optional<double> timeout_seconds;
 };
 

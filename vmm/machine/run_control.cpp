@@ -15,20 +15,45 @@ bool RunControl::finish(VmOutcome outcome, std::string detail) {
 }
 
 bool RunControl::finished() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return finished_;
+  return finished_.load(std::memory_order_acquire);
+}
+
+void RunControl::request_pause() {
+  pause_requested_.store(true, std::memory_order_release);
+}
+
+bool RunControl::wait_paused(size_t vcpus) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return finished_ || parked_ >= vcpus; });
+  return !finished_;
+}
+
+void RunControl::resume() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pause_requested_.store(false, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
+void RunControl::park() {
+  std::unique_lock<std::mutex> lock(mu_);
+  ++parked_;
+  cv_.notify_all();
+  cv_.wait(lock, [this] { return finished_ || !pause_requested_; });
+  --parked_;
 }
 
 VmOutcome RunControl::wait(std::optional<std::chrono::nanoseconds> timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   if (timeout) {
-    if (!cv_.wait_for(lock, *timeout, [this] { return finished_; })) {
+    if (!cv_.wait_for(lock, *timeout, [this] { return finished_.load(); })) {
       finished_ = true;
       outcome_ = VmOutcome::kTimeout;
       detail_ = "timeout expired";
     }
   } else {
-    cv_.wait(lock, [this] { return finished_; });
+    cv_.wait(lock, [this] { return finished_.load(); });
   }
   return outcome_;
 }

@@ -136,6 +136,13 @@ void run_vcpu_loop(const VcpuLoopContext& ctx) {
   sigaddset(&set, vcpu_kick_signal());
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
   while (!ctx.control->finished()) {
+    if (ctx.control->pause_requested()) {
+      // Here KVM_RUN has returned with nothing pending (immediate_exit lets KVM finish an I/O
+      // instruction first), so the vCPU state is consistent for a snapshot.
+      ctx.control->park();
+      __atomic_store_n(&ctx.vcpu->run_state()->immediate_exit, 0, __ATOMIC_SEQ_CST);
+      continue;
+    }
     Status s = ctx.vcpu->run();
     if (!s.ok()) {
       ctx.control->finish(VmOutcome::kHostError, s.error().describe());

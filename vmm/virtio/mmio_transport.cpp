@@ -228,6 +228,7 @@ void MmioTransport::reset_locked() {
   for (auto& q : queues_)
     q = QueueRegs{};
   needs_reset_.store(false);
+  reset_reported_.store(false);
   interrupt_status_.store(0);
 }
 
@@ -258,12 +259,15 @@ void MmioTransport::signal_config_change() {
 }
 
 void MmioTransport::report_needs_reset(const Error& why) {
-  if (needs_reset_.exchange(true)) return;
+  if (reset_reported_.exchange(true)) return;
   errors_.needs_reset.fetch_add(1);
   LOG_WARN("virtio-mmio@0x%llx: %s needs reset: %s", static_cast<unsigned long long>(base_),
            device_type_name(device_->device_type()), why.describe().c_str());
   // virtio 1.2 §2.1.2: after DRIVER_OK, NEEDS_RESET comes with a configuration change notification.
+  // The interrupt bit is set before the status bit, so a driver that sees NEEDS_RESET in STATUS
+  // also finds the config-change cause in INTERRUPT_STATUS.
   interrupt_status_.fetch_or(kIntConfigChange);
+  needs_reset_.store(true);
   if (irq_ != nullptr) irq_->trigger();
 }
 

@@ -119,7 +119,8 @@ class MmioTransport : public BusDevice, private DeviceSignals {
   std::vector<QueueRegs> queues_;
   bool active_ = false;  // device activated; notify handlers registered on loop_
 
-  std::atomic<bool> needs_reset_{false};
+  std::atomic<bool> needs_reset_{false};     // what the STATUS register shows
+  std::atomic<bool> reset_reported_{false};  // report_needs_reset ran since the last reset
   std::atomic<uint32_t> interrupt_status_{0};
   std::atomic<uint32_t> config_generation_{0};
   std::atomic<uint32_t> warnings_left_{8};  // guest mistakes logged at warn level, then debug

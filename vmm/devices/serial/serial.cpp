@@ -51,6 +51,26 @@ size_t Serial::enqueue_input(std::span<const uint8_t> bytes) {
   return n;
 }
 
+Serial::State Serial::save() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return State{ier_, lcr_, mcr_, scr_, fcr_, dll_, dlm_, thr_empty_pending_};
+}
+
+void Serial::restore(const State& s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ier_ = s.ier & 0x0f;
+  lcr_ = s.lcr;
+  mcr_ = s.mcr & 0x1f;
+  scr_ = s.scr;
+  fcr_ = s.fcr & kFcrEnable;
+  dll_ = s.dll;
+  dlm_ = s.dlm;
+  thr_empty_pending_ = s.thr_empty_pending;
+  rx_.clear();
+  irq_high_ = false;
+  update_irq();
+}
+
 uint8_t Serial::interrupt_id() const {
   if ((ier_ & kIerRxData) && !rx_.empty()) return kIirRxData;
   if ((ier_ & kIerThrEmpty) && thr_empty_pending_) return kIirThrEmpty;

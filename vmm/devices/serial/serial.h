@@ -30,6 +30,16 @@ class Serial : public BusDevice {
   // Host → guest bytes (console input). Returns how many fitted in the FIFO.
   size_t enqueue_input(std::span<const uint8_t> bytes);
 
+  // The register file, for snapshots. Pending receive bytes are not kept: console input is not
+  // part of a VM's state.
+  struct State {
+    uint8_t ier, lcr, mcr, scr, fcr, dll, dlm;
+    bool thr_empty_pending;
+  };
+  State save() const;
+  // Values are masked as if the guest had written them (SECURITY-CHECKS 22).
+  void restore(const State& state);
+
  private:
   uint8_t read_register(uint64_t reg);
   void write_register(uint64_t reg, uint8_t value);
@@ -40,7 +50,7 @@ class Serial : public BusDevice {
 
   ConsoleSink* sink_;
   IrqLine* irq_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::deque<uint8_t> rx_;
   uint8_t ier_ = 0, lcr_ = 0x03, mcr_ = 0x08, scr_ = 0, fcr_ = 0;
   uint8_t dll_ = 0x0c, dlm_ = 0;    // 9600 baud, as after a PC BIOS

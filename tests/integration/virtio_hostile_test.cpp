@@ -1,0 +1,82 @@
+// The hostile scenario: the test guest breaks the virtio transport, ring and device rules on
+// every device at once (guest/testguest/scenarios/hostile.cpp). The guest checks the VMM's answers
+// and that every device still works; here the VMM must exit 0, log the guest's mistakes as
+// warnings (not errors), and no host-side effect may leak: the disk images are unchanged and no
+// malformed frame reaches the network peer.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "tests/integration/virtio_test_support.h"
+
+namespace carapace::testing {
+namespace {
+
+int bind_dgram(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+ProcessResult expect_hostile_pass(const std::vector<std::string>& flags) {
+  auto r = run_virtio("hostile", "", flags);
+  EXPECT_TRUE(passed(r, "hostile"));
+  EXPECT_EQ(r.term_signal, 0) << describe(r);
+  EXPECT_NE(r.err.find("warn"), std::string::npos) << "guest errors are reported: " << describe(r);
+  EXPECT_NE(r.err.find("needs reset"), std::string::npos) << describe(r);
+  EXPECT_EQ(r.err.find("error"), std::string::npos) << describe(r);
+  EXPECT_EQ(r.err.find("AddressSanitizer"), std::string::npos) << describe(r);
+  EXPECT_EQ(r.err.find("runtime error"), std::string::npos) << describe(r);
+  return r;
+}
+
+TEST(VirtioHostileKvm, RngAlone) {
+  ASSERT_TRUE(kvm_usable());
+  auto r = expect_hostile_pass({"--rng"});
+  EXPECT_NE(r.out.find("testguest: hostile rng0 survived"), std::string::npos) << describe(r);
+}
+
+TEST(VirtioHostileKvm, EveryDeviceAtOnce) {
+  ASSERT_TRUE(kvm_usable());
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string rw = dir.file("rw.img"), ro = dir.file("ro.img"), net = dir.file("net.sock");
+  ASSERT_TRUE(write_pattern_image(rw, 1 << 20));
+  ASSERT_TRUE(write_pattern_image(ro, 1 << 20));
+  int peer = bind_dgram(net);
+  ASSERT_GE(peer, 0);
+  auto r =
+      expect_hostile_pass({"--rng", "--drive", "path=" + rw, "--drive", "path=" + ro + ",ro=on",
+                           "--net", "unix=" + net, "--vsock", "cid=3,uds=" + dir.file("v.sock")});
+  for (const char* name : {"rng0", "blk0", "blk1", "net0", "vsock0"})
+    EXPECT_NE(r.out.find(std::string("testguest: hostile ") + name + " survived"),
+              std::string::npos)
+        << name << "\n"
+        << describe(r);
+  EXPECT_EQ(first_mismatch(read_words(rw), blk_image_word), -1) << "the writable image changed";
+  EXPECT_EQ(first_mismatch(read_words(ro), blk_image_word), -1) << "the read-only image changed";
+  // Only whole Ethernet frames may reach the peer: runts and oversized frames are dropped.
+  int frames = 0;
+  char buf[70000];
+  for (;;) {
+    pollfd p{peer, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) break;
+    ssize_t n = recv(peer, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    ++frames;
+    EXPECT_GE(n, 14) << "runt frame reached the host";
+    EXPECT_LE(n, 1514 + 4) << "oversized frame reached the host";
+  }
+  close(peer);
+  EXPECT_GT(frames, 0) << "the probes' frames arrive";
+}
+
+}  // namespace
+}  // namespace carapace::testing

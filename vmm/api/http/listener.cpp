@@ -1,0 +1,106 @@
+#include "vmm/api/http/listener.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace carapace::http {
+namespace {
+
+Result<sockaddr_un> unix_address(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path)
+    return as_invalid_input(make_error("socket path empty or too long: " + path));
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return addr;
+}
+
+// Whether a server accepts connections on the socket file `path` right now. A non-blocking probe:
+// a live server with a full backlog answers EAGAIN instead of blocking us.
+Result<bool> someone_listens(const sockaddr_un& addr, const std::string& path) {
+  UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!probe.valid()) return sys_error("socket");
+  if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0)
+    return true;
+  if (errno == EAGAIN || errno == EINPROGRESS) return true;
+  if (errno == ECONNREFUSED) return false;
+  return sys_error("probe " + path);
+}
+
+}  // namespace
+
+Result<UnixListener> listen_unix(const std::string& path, int backlog) {
+  sockaddr_un addr = TRY(unix_address(path));
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return as_invalid_input(make_error(path + " exists and is not a socket"));
+    if (TRY(someone_listens(addr, path)))
+      return as_invalid_input(make_error(path + " is in use by a running server"));
+    if (::unlink(path.c_str()) < 0 && errno != ENOENT)
+      return sys_error("remove stale socket " + path);
+  } else if (errno != ENOENT) {
+    return sys_error("stat " + path);
+  }
+
+  UnixListener l;
+  l.path = path;
+  l.fd.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!l.fd.valid()) return sys_error("socket");
+  // Linux creates the socket file with the socket inode's mode (less the umask): setting it
+  // before bind() leaves no window in which another user could connect.
+  if (::fchmod(l.fd.get(), 0600) < 0) return sys_error("fchmod socket");
+  if (::bind(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0)
+    return sys_error("bind " + path);
+  if (::chmod(path.c_str(), 0600) < 0 || ::stat(path.c_str(), &st) < 0) {
+    int err = errno;
+    ::unlink(path.c_str());
+    return sys_error("chmod " + path, err);
+  }
+  l.dev = st.st_dev;
+  l.ino = st.st_ino;
+  if (::listen(l.fd.get(), backlog) < 0) {
+    int err = errno;
+    ::unlink(path.c_str());
+    return sys_error("listen " + path, err);
+  }
+  return l;
+}
+
+void unlink_unix_listener(const UnixListener& l) {
+  struct stat st {};
+  if (l.path.empty() || ::lstat(l.path.c_str(), &st) < 0) return;
+  if (st.st_dev == l.dev && st.st_ino == l.ino) ::unlink(l.path.c_str());
+}
+
+Result<UniqueFd> listen_tcp_loopback(uint16_t port, int backlog) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return sys_error("socket");
+  int one = 1;
+  if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
+    return sys_error("setsockopt SO_REUSEADDR");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0)
+    return sys_error("bind 127.0.0.1:" + std::to_string(port));
+  if (::listen(fd.get(), backlog) < 0) return sys_error("listen");
+  return fd;
+}
+
+Result<uint16_t> local_port(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) < 0)
+    return sys_error("getsockname");
+  return static_cast<uint16_t>(ntohs(addr.sin_port));
+}
+
+}  // namespace carapace::http

@@ -1,0 +1,24 @@
+// Parsing of the device flags of `carapace run`: `--drive`, `--net`, `--vsock`, `--rng`. Each takes
+// a comma-separated key=value list; every refusal names the flag, the key and why. Pure, so every
+// bad input is unit tested.
+#pragma once
+
+#include <string>
+
+#include "vmm/base/result.h"
+#include "vmm/machine/device_config.h"
+
+namespace carapace {
+
+// path=FILE[,ro=on|off][,overlay=FILE][,serial=ID][,bps=N][,iops=N]
+Result<BlockDeviceConfig> parse_drive_arg(const std::string& spec);
+// tap=NAME|unix=PATH[,mac=xx:xx:xx:xx:xx:xx][,allow=CIDR:PROTO:PORT]...[,policy=deny]
+//   [,rx_bps=N][,tx_bps=N][,rx_pps=N][,tx_pps=N]
+// Any allow= (or policy=deny) turns the egress policy on: everything else but ARP is dropped.
+Result<NetDeviceConfig> parse_net_arg(const std::string& spec);
+// cid=N,uds=PATH
+Result<VsockDeviceConfig> parse_vsock_arg(const std::string& spec);
+// CIDR:PROTO:PORT, e.g. 10.0.0.0/8:tcp:443, 2001:db8::/32:udp:53, 0.0.0.0/0:icmp:any
+Result<EgressRule> parse_egress_rule(const std::string& text);
+
+}  // namespace carapace

@@ -1,0 +1,126 @@
+// virtio-net (virtio 1.2 §5.1): one receive queue (0) and one transmit queue (1), a MAC in the
+// configuration space (VIRTIO_NET_F_MAC) and link status (VIRTIO_NET_F_STATUS, always up).
+// No offloads, no mergeable buffers, no control queue: every frame travels behind a 12-byte
+// virtio_net_hdr_v1 in one descriptor chain, and the device writes num_buffers = 1 (§5.1.6.4).
+//
+// TX: each chain's header is skipped (nothing to honour without offloads), the frame is copied
+// out of guest memory once, checked (runt, oversized, egress policy; SECURITY-CHECKS 16) and
+// handed to the backend; drops are counted by reason.
+// RX: the device holds at most one frame from the backend. When the guest's RX ring has no
+// buffer for it, the device stops watching the backend fd (it leaves the event loop) and waits
+// for the driver's RX notify; further frames wait in the kernel's bounded socket/TAP queue,
+// which drops (and counts, on its side) what it cannot hold. Host memory stays bounded and the
+// event loop never spins on a readable fd it cannot serve (SECURITY-CHECKS 12, 16).
+// Both directions have a FrameLimiter; a throttled direction resumes from a timerfd. Each
+// handler run serves at most kBudget frames per direction and then yields the event loop
+// (level-triggered EPOLLIN or the timer brings it back), so one guest cannot starve the others.
+//
+// Threading: everything runs under mu_ - queue_notify and the backend/timer handlers on the
+// event loop thread, activate/reset on a vCPU thread. Handlers hold a weak_ptr to the device.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "vmm/base/unique_fd.h"
+#include "vmm/devices/net/frame_limiter.h"
+#include "vmm/devices/net/net_backend.h"
+#include "vmm/devices/net/net_counters.h"
+#include "vmm/machine/device_config.h"
+#include "vmm/virtio/virtio_device.h"
+
+namespace carapace::net {
+
+class NetDevice : public virtio::VirtioDevice, public std::enable_shared_from_this<NetDevice> {
+ public:
+  static constexpr uint16_t kRxQueue = 0, kTxQueue = 1;
+  static constexpr uint16_t kQueueSize = 256;
+  static constexpr uint64_t kFeatures = (1ull << kFMac) | (1ull << kFStatus);
+  // Frames per direction per handler run before yielding the event loop.
+  static constexpr size_t kBudget = 256;
+
+  // `config.mac` is used as given (the factory fills in a generated one); the backend fields of
+  // `config` are not looked at: `backend` is already open.
+  static Result<std::shared_ptr<NetDevice>> create(const NetDeviceConfig& config,
+                                                   std::unique_ptr<NetBackend> backend);
+  ~NetDevice() override;
+
+  uint32_t device_type() const override { return uint32_t(virtio::DeviceType::kNet); }
+  std::span<const uint16_t> queue_max_sizes() const override { return kQueueMaxSizes; }
+  uint64_t device_features() const override { return kFeatures; }
+  void read_config(uint64_t offset, std::span<uint8_t> data) const override;
+  // virtio 1.2 §5.1.4.2: the driver must not write the MAC (that needs the control queue, not
+  // offered); writes are ignored.
+  void write_config(uint64_t, std::span<const uint8_t>) override {}
+
+  Status activate(virtio::ActivationContext ctx) override;
+  void reset() override;
+  void queue_notify(uint16_t index) override;
+
+  const NetCounters& counters() const { return counters_; }
+  std::array<uint8_t, 6> mac() const;
+  // For tests: RX is waiting for guest buffers (the backend fd is out of the event loop).
+  bool rx_waiting_for_buffers() const;
+  // For tests: the backend fd is in the event loop.
+  bool rx_armed() const;
+
+ private:
+  static constexpr uint16_t kQueueMaxSizes[] = {kQueueSize, kQueueSize};
+
+  // virtio 1.2 §5.1.4: struct virtio_net_config up to `status` (max_virtqueue_pairs and later
+  // fields belong to features we do not offer and read as zero).
+  struct ConfigSpace {
+    uint8_t mac[6];
+    uint16_t status;  // kStatusLinkUp
+  } __attribute__((packed));
+
+  enum class RxRead { kGot, kDropped, kDrained, kFailed };
+
+  NetDevice(const NetDeviceConfig& config, std::unique_ptr<NetBackend> backend, UniqueFd timer);
+
+  // net_device.cpp: lifecycle and events.
+  void on_backend_readable();
+  void on_timer();
+  void arm_rx_locked();
+  void disarm_rx_locked();
+  void schedule_timer_locked(uint64_t ns);
+  void stop_events_locked();
+  void go_broken_locked(const Error& why);
+  void warn_locked(const char* what, const Error& e);
+
+  // net_datapath.cpp: the two queues.
+  void process_rx_locked();
+  RxRead read_backend_locked();
+  bool deliver_locked(virtio::Queue& q, const virtio::DescriptorChain& chain);
+  void process_tx_locked();
+  void transmit_locked(const virtio::DescriptorChain& chain);
+
+  const ConfigSpace config_;
+  const bool egress_policy_;
+  const std::vector<EgressRule> allow_;
+  const RateLimiter::Config rx_limit_config_, tx_limit_config_;
+  const std::unique_ptr<NetBackend> backend_;
+  NetCounters counters_;
+
+  mutable std::mutex mu_;
+  std::optional<virtio::ActivationContext> ctx_;  // set while active
+  EventLoop* loop_ = nullptr;                     // ctx_->loop while active
+  UniqueFd timer_;                                // timerfd: rate-limit and budget resumes
+  bool timer_registered_ = false;
+  uint64_t timer_deadline_ns_ = 0;  // 0: not armed
+  bool rx_armed_ = false;           // backend fd registered for EPOLLIN
+  bool rx_waiting_ = false;         // a frame is held and the RX ring is empty
+  bool rx_throttled_ = false, tx_throttled_ = false;
+  bool broken_ = false;  // NEEDS_RESET reported; wait for reset
+  FrameLimiter rx_limiter_, tx_limiter_;
+  std::vector<uint8_t> rx_frame_;  // kMaxFrameLen + 1: a longer frame shows as truncated
+  size_t rx_pending_ = 0;          // length of the held frame in rx_frame_; 0: none
+  std::vector<uint8_t> tx_frame_;  // the frame being sent, copied out of guest memory
+  uint32_t warnings_left_ = 8;     // host-side warnings logged before going quiet
+};
+
+}  // namespace carapace::net

@@ -1,0 +1,59 @@
+#include "vmm/machine/virtio_devices.h"
+
+#include "vmm/devices/block/block_factory.h"
+#include "vmm/devices/net/net_factory.h"
+#include "vmm/devices/rng/rng.h"
+#include "vmm/devices/vsock/vsock_factory.h"
+
+namespace carapace {
+
+namespace {
+
+// KVM_IOEVENTFD on the VM, for the transports' queue notifications.
+class VmIoEvents : public virtio::IoEventRegistrar {
+ public:
+  explicit VmIoEvents(Vm& vm) : vm_(vm) {}
+  Status register_ioevent(uint64_t addr, uint32_t len, uint64_t datamatch,
+                          const EventFd& fd) override {
+    return vm_.register_ioeventfd(fd.fd(), addr, len, /*mmio=*/true, datamatch);
+  }
+
+ private:
+  Vm& vm_;
+};
+
+}  // namespace
+
+Status VirtioDeviceSet::attach(std::shared_ptr<virtio::VirtioDevice> device,
+                               const std::string& name) {
+  auto slot = TRY(slots_.allocate());
+  auto irq = std::make_unique<virtio::EventFdInterrupt>(TRY(virtio::EventFdInterrupt::create()));
+  TRY_STATUS(vm_.register_irqfd(irq->event().fd(), slot.irq));
+  auto transport =
+      TRY(virtio::MmioTransport::create(std::move(device), mem_, irq.get(), &loop_, slot.base));
+  VmIoEvents ioevents(vm_);
+  TRY_STATUS(transport->register_ioevents(ioevents));
+  TRY_STATUS(mmio_bus_.insert(transport, slot.base, slot.size, name));
+  interrupts_.push_back(std::move(irq));
+  transports_.push_back(std::move(transport));
+  cmdline_words_.push_back(slot.cmdline());
+  return {};
+}
+
+Status VirtioDeviceSet::add_configured(const DeviceConfigs& config) {
+  for (size_t i = 0; i < config.drives.size(); ++i)
+    TRY_STATUS(
+        attach(TRY(make_block_device(config.drives[i], loop_)), "virtio-blk" + std::to_string(i)));
+  for (size_t i = 0; i < config.nets.size(); ++i)
+    TRY_STATUS(
+        attach(TRY(make_net_device(config.nets[i], loop_)), "virtio-net" + std::to_string(i)));
+  if (config.vsock)
+    TRY_STATUS(attach(TRY(make_vsock_device(*config.vsock, loop_)), "virtio-vsock"));
+  if (config.rng) {
+    std::shared_ptr<virtio::VirtioDevice> rng = TRY(VirtioRng::create(config.rng->limit));
+    TRY_STATUS(attach(std::move(rng), "virtio-rng"));
+  }
+  return {};
+}
+
+}  // namespace carapace

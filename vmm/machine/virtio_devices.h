@@ -1,0 +1,51 @@
+// VirtioDeviceSet: the virtio-mmio devices of one VM. For each device it allocates a 4 KiB MMIO
+// window and an IRQ, wires the IRQ as an irqfd and every queue's QueueNotify as an ioeventfd (so
+// neither interrupts nor notifications pass through user space), puts the transport on the MMIO
+// bus and records the `virtio_mmio.device=` word Linux needs to find it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vmm/base/result.h"
+#include "vmm/devices/bus.h"
+#include "vmm/event/event_loop.h"
+#include "vmm/kvm/vm.h"
+#include "vmm/machine/device_config.h"
+#include "vmm/memory/guest_memory.h"
+#include "vmm/virtio/interrupt.h"
+#include "vmm/virtio/mmio_slots.h"
+#include "vmm/virtio/mmio_transport.h"
+
+namespace carapace {
+
+class VirtioDeviceSet {
+ public:
+  // All references must outlive the set; the event loop must be stopped before the set dies.
+  VirtioDeviceSet(Vm& vm, const GuestMemory& mem, IoBus& mmio_bus, EventLoop& loop)
+      : vm_(vm), mem_(mem), mmio_bus_(mmio_bus), loop_(loop) {}
+
+  // Builds every configured device (drives, nets, vsock, rng, in that order) and attaches it.
+  Status add_configured(const DeviceConfigs& config);
+  Status attach(std::shared_ptr<virtio::VirtioDevice> device, const std::string& name);
+
+  // Words to append to the kernel command line, one per device.
+  const std::vector<std::string>& cmdline_words() const { return cmdline_words_; }
+  const std::vector<std::shared_ptr<virtio::MmioTransport>>& transports() const {
+    return transports_;
+  }
+
+ private:
+  Vm& vm_;
+  const GuestMemory& mem_;
+  IoBus& mmio_bus_;
+  EventLoop& loop_;
+  virtio::MmioSlotAllocator slots_;
+  // Interrupts are declared before transports: a transport uses its interrupt until it dies.
+  std::vector<std::unique_ptr<virtio::EventFdInterrupt>> interrupts_;
+  std::vector<std::shared_ptr<virtio::MmioTransport>> transports_;
+  std::vector<std::string> cmdline_words_;
+};
+
+}  // namespace carapace
