@@ -23,6 +23,9 @@ ScenarioResult run_smp(const BootInfo& boot);
 ScenarioResult run_fault(const BootInfo& boot);
 // Snapshot scenarios.
 ScenarioResult run_counter(const BootInfo& boot);
+ScenarioResult run_idle(const BootInfo& boot);
+ScenarioResult run_restore_notice(const BootInfo& boot);
+ScenarioResult run_agent_ping(const BootInfo& boot);
 // virtio scenarios (drivers in guest/testguest/virtio/).
 ScenarioResult run_rng(const BootInfo& boot);
 ScenarioResult run_blk(const BootInfo& boot);

@@ -20,6 +20,9 @@ constexpr Scenario kScenarios[] = {
     {"blk-bench", run_blk_bench},
     {"vsock-bench", run_vsock_bench},
     {"counter", run_counter},
+    {"idle", run_idle},
+    {"restore-notice", run_restore_notice},
+    {"agent-ping", run_agent_ping},
 };
 
 }  // namespace

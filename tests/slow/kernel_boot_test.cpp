@@ -1,32 +1,17 @@
-// The real guest kernel (tools/build-kernel) booted by `carapace run` with a busybox initramfs.
-// On a host with hardware virtualization the initramfs prints its marker and reboots. On a host
-// that emulates CPL0 (PVM, see ../shared/HOST-NOTES.md) the kernel gets as far as starting init,
-// and user space cannot run; there the test checks the banner, our exact command line and
-// "Run /init as init process".
+// The real guest kernel (tools/build-kernel) booted by `carapace run` with the marker initramfs
+// (tools/build-initramfs). On a host with hardware virtualization its /init prints the marker and
+// reboots. On a host that emulates CPL0 (PVM, see ../shared/HOST-NOTES.md) the kernel gets as far
+// as starting init, and user space cannot run; there the test checks the banner, our exact command
+// line and "Run /init as init process".
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "tests/integration/process_runner.h"
 #include "tests/integration/testguest_harness.h"
+#include "tests/slow/slow_test_support.h"
 
 namespace carapace::testing {
 namespace {
-
-bool host_has_hardware_virtualization() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line);
-    std::string w;
-    while (words >> w)
-      if (w == "vmx" || w == "svm") return true;
-  }
-  return false;
-}
 
 TEST(KernelBootSlow, RealKernelBootsUnderCarapace) {
   const std::string vmlinux = CARAPACE_GUEST_DIR "/vmlinux";
@@ -37,11 +22,7 @@ TEST(KernelBootSlow, RealKernelBootsUnderCarapace) {
       << initramfs << " missing: run tools/build-initramfs";
 
   const bool hw = host_has_hardware_virtualization();
-  // On hosts that emulate guest CPL0 (PVM), CPUID is only partly virtualised: features KVM does
-  // not report (XSAVE, POPCNT, SMAP, SMEP, PKU, UMIP) leak through the baseline template, and the
-  // emulator lacks those instructions, so the kernel is told not to use them (HOST-NOTES).
-  std::string cmdline = "console=ttyS0 reboot=k panic=-1 nopti mitigations=off";
-  if (!hw) cmdline += " noxsave clearcpuid=popcnt,smap,smep,pku,umip";
+  const std::string cmdline = slow_kernel_cmdline(hw);
   auto r = run_process(
       {carapace_binary(), "run", "--kernel", vmlinux, "--initrd", initramfs, "--cmdline", cmdline,
        "--cpu-template", "baseline", "--mem", "256", "--timeout", "175"},

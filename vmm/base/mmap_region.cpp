@@ -7,7 +7,7 @@ Result<MmapRegion> MmapRegion::anonymous(size_t size, int extra_flags) {
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | extra_flags, -1, 0);
   if (p == MAP_FAILED) return sys_error("mmap anonymous " + std::to_string(size) + " bytes");
-  MmapRegion region(p, size);
+  MmapRegion region(p, size, /*anonymous=*/true);
   // A forked child (deferred teardown, helper processes) must never share or copy guest RAM.
   if (::madvise(p, size, MADV_DONTFORK) != 0) return sys_error("madvise(MADV_DONTFORK)");
   return region;

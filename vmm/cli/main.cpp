@@ -2,12 +2,20 @@
 // how it ended (see kRunUsage).
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "vmm/api/control/vm_api.h"
 #include "vmm/base/log.h"
 #include "vmm/cli/agent_command.h"
+#include "vmm/cli/fork_command.h"
+#include "vmm/cli/jail_command.h"
+#include "vmm/security/seccomp.h"
+#include "vmm/cli/machine_control.h"
+#include "vmm/cli/restore_command.h"
 #include "vmm/cli/run_args.h"
+#include "vmm/cli/snapshot_command.h"
 #include "vmm/machine/deferred_teardown.h"
 #include "vmm/machine/exit_status.h"
 #include "vmm/machine/machine.h"
@@ -21,7 +29,11 @@ constexpr char kUsage[] =
     "usage: carapace <command> [options]\n"
     "commands:\n"
     "  run       boot a kernel in a new microVM (carapace run --help)\n"
+    "  restore   run one or more clones of a snapshot (carapace restore --help)\n"
+    "  snapshot  inspect a snapshot directory (carapace snapshot --help)\n"
+    "  fork      fork a running VM into children (carapace fork --help)\n"
     "  agent     send a request to a sandbox's guest agent (carapace agent --help)\n"
+    "  jail      run carapace jailed: namespaces, cgroups, no privileges (carapace jail --help)\n"
     "  version   print the version\n"
     "  --help    this text\n";
 
@@ -41,6 +53,12 @@ int cmd_run(const std::vector<std::string>& args) {
   auto parsed = parse_run_args(args);
   if (!parsed.ok()) return fail_usage(parsed.error().describe());
   set_log_level(static_cast<LogLevel>(parsed->log_level));
+  if (parsed->seccomp) {
+    if (Status s = enable_seccomp(); !s.ok()) {
+      fprintf(stderr, "carapace: error: %s\n", s.error().describe().c_str());
+      return kExitHostError;
+    }
+  }
 
   auto machine = Machine::build(parsed->machine);
   if (!machine.ok()) {
@@ -48,7 +66,28 @@ int cmd_run(const std::vector<std::string>& args) {
     fprintf(stderr, "carapace: error: %s\n", e.describe().c_str());
     return e.kind == ErrorKind::kInvalidInput ? kExitUsage : kExitHostError;
   }
-  VmOutcome outcome = (*machine)->run();
+  // The API is up before the VM starts, so a bad --api-sock fails before anything has run.
+  MachineControl control(**machine);
+  std::unique_ptr<VmApi> api;
+  if (!parsed->api_sock.empty()) {
+    auto started = VmApi::start(parsed->api_sock, control);
+    if (!started.ok()) {
+      fprintf(stderr, "carapace: error: --api-sock: %s\n", started.error().describe().c_str());
+      return kExitHostError;
+    }
+    api = std::move(*started);
+  }
+  // The main thread's filter goes on before the vCPUs start (they inherit it, then add their own).
+  if (Status s = apply_seccomp(ThreadRole::kMain); !s.ok()) {
+    fprintf(stderr, "carapace: error: %s\n", s.error().describe().c_str());
+    return kExitHostError;
+  }
+  (*machine)->start();
+  VmOutcome outcome = (*machine)->wait();
+  // The socket goes with the VM: nothing is left to control.
+  if (api) api->stop();
+  // Forked children run on after their parent; the VMM ends when the last of them does.
+  control.wait_children();
   if (outcome != VmOutcome::kGuestReset) {
     fprintf(stderr, "carapace: VM ended: %s: %s\n", outcome_name(outcome),
             (*machine)->outcome_detail().c_str());
@@ -83,5 +122,9 @@ int main(int argc, char** argv) {
   }
   if (cmd == "run") return cmd_run(rest);
   if (cmd == "agent") return carapace::cmd_agent(rest);
+  if (cmd == "jail") return carapace::cmd_jail(rest);
+  if (cmd == "restore") return carapace::cmd_restore(rest);
+  if (cmd == "fork") return carapace::cmd_fork(rest);
+  if (cmd == "snapshot") return carapace::cmd_snapshot(rest);
   return fail_usage("unknown command '" + cmd + "' (see carapace --help)");
 }

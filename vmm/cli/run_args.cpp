@@ -28,6 +28,11 @@ const char kRunUsage[] =
     "  --rng                      virtio-rng (entropy from getrandom)\n"
     "  --timeout SEC              stop the VM after SEC seconds (exit status 5)\n"
     "  --teardown deferred|sync   exit before (default) or after KVM has destroyed the VM\n"
+    "  --no-seccomp               run without the per-thread seccomp filters (debugging only;\n"
+    "                             needs CARAPACE_ALLOW_NO_SECCOMP=1)\n"
+    "  --api-sock PATH            serve the control API (HTTP/JSON) on this Unix socket while\n"
+    "                             the VM runs: GET /vm, PUT /vm/pause, PUT /vm/resume,\n"
+    "                             PUT /snapshot/create {\"dir\": DIR, \"resume\": BOOL}\n"
     "  --log-level error|warn|info|debug\n"
     "exit status: 0 guest reset/poweroff, 1 host error, 2 bad input, 3 triple fault,\n"
     "             4 KVM internal/emulation error, 5 timeout, 6 guest panic\n";
@@ -39,6 +44,33 @@ Error bad(const std::string& msg) {
 }
 
 }  // namespace
+
+Status parse_console_arg(const std::string& v, ConsoleConfig& console) {
+  if (v == "stdio") {
+    console.kind = ConsoleKind::kStdio;
+  } else if (v == "none") {
+    console.kind = ConsoleKind::kNone;
+  } else if (v.rfind("file:", 0) == 0 && v.size() > 5) {
+    console.kind = ConsoleKind::kFile;
+    console.path = v.substr(5);
+  } else {
+    return bad("--console: expected stdio, file:PATH or none, got '" + v + "'");
+  }
+  return {};
+}
+
+Result<int> parse_log_level(const std::string& v) {
+  static const char* const kLevels[] = {"error", "warn", "info", "debug"};
+  for (int l = 0; l < 4; ++l)
+    if (v == kLevels[l]) return l;
+  return bad("--log-level: expected error, warn, info or debug, got '" + v + "'");
+}
+
+Result<bool> parse_teardown(const std::string& v) {
+  if (v == "deferred") return true;
+  if (v == "sync") return false;
+  return bad("--teardown: expected deferred or sync, got '" + v + "'");
+}
 
 Result<uint64_t> parse_u64(const std::string& flag, const std::string& text) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
@@ -101,17 +133,7 @@ Result<RunArgs> parse_run_args(const std::vector<std::string>& args) {
       else
         return bad("--boot: expected elf or pvh, got '" + v + "'");
     } else if (flag == "--console") {
-      std::string v = TRY(value());
-      if (v == "stdio") {
-        m.console.kind = ConsoleKind::kStdio;
-      } else if (v == "none") {
-        m.console.kind = ConsoleKind::kNone;
-      } else if (v.rfind("file:", 0) == 0 && v.size() > 5) {
-        m.console.kind = ConsoleKind::kFile;
-        m.console.path = v.substr(5);
-      } else {
-        return bad("--console: expected stdio, file:PATH or none, got '" + v + "'");
-      }
+      TRY_STATUS(parse_console_arg(TRY(value()), m.console));
     } else if (flag == "--drive") {
       m.devices.drives.push_back(TRY(parse_drive_arg(TRY(value()))));
     } else if (flag == "--net") {
@@ -127,22 +149,18 @@ Result<RunArgs> parse_run_args(const std::vector<std::string>& args) {
     } else if (flag == "--timeout") {
       m.timeout_seconds = TRY(parse_seconds(flag, TRY(value())));
     } else if (flag == "--teardown") {
-      std::string v = TRY(value());
-      if (v == "deferred")
-        out.deferred_teardown = true;
-      else if (v == "sync")
-        out.deferred_teardown = false;
-      else
-        return bad("--teardown: expected deferred or sync, got '" + v + "'");
+      out.deferred_teardown = TRY(parse_teardown(TRY(value())));
+    } else if (flag == "--no-seccomp") {
+      // Debugging only: refused unless the environment says so explicitly (issue 7 §2).
+      const char* allow = getenv("CARAPACE_ALLOW_NO_SECCOMP");
+      if (allow == nullptr || std::string(allow) != "1")
+        return bad("--no-seccomp is for debugging and needs CARAPACE_ALLOW_NO_SECCOMP=1");
+      out.seccomp = false;
+    } else if (flag == "--api-sock") {
+      out.api_sock = TRY(value());
+      if (out.api_sock.empty()) return bad("--api-sock: empty path");
     } else if (flag == "--log-level") {
-      std::string v = TRY(value());
-      static const char* const kLevels[] = {"error", "warn", "info", "debug"};
-      int level = -1;
-      for (int l = 0; l < 4; ++l)
-        if (v == kLevels[l]) level = l;
-      if (level < 0)
-        return bad("--log-level: expected error, warn, info or debug, got '" + v + "'");
-      out.log_level = level;
+      out.log_level = TRY(parse_log_level(TRY(value())));
     } else {
       return bad("unknown option '" + flag + "' (see carapace run --help)");
     }

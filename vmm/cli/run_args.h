@@ -14,6 +14,8 @@ struct RunArgs {
   MachineConfig machine;
   int log_level = 1;              // 0 error, 1 warn, 2 info, 3 debug
   bool deferred_teardown = true;  // see vmm/machine/deferred_teardown.h
+  std::string api_sock;           // --api-sock: serve the control API here ("" = none)
+  bool seccomp = true;            // per-thread seccomp filters (--no-seccomp turns them off)
 };
 
 Result<RunArgs> parse_run_args(const std::vector<std::string>& args);
@@ -21,6 +23,11 @@ Result<RunArgs> parse_run_args(const std::vector<std::string>& args);
 // Numbers: plain decimal, no sign, no trailing junk, no overflow.
 Result<uint64_t> parse_u64(const std::string& flag, const std::string& text);
 Result<double> parse_seconds(const std::string& flag, const std::string& text);
+
+// Flags `run` shares with `restore`.
+Status parse_console_arg(const std::string& value, ConsoleConfig& console);  // --console
+Result<int> parse_log_level(const std::string& value);                       // --log-level
+Result<bool> parse_teardown(const std::string& value);  // --teardown: true = deferred
 
 extern const char kRunUsage[];
 

@@ -60,8 +60,9 @@ Status EventLoop::run() {
   }
 }
 
-void EventLoop::start_thread() {
-  thread_ = std::thread([this] {
+void EventLoop::start_thread(std::function<bool()> on_start) {
+  thread_ = std::thread([this, on_start = std::move(on_start)] {
+    if (on_start && !on_start()) return;
     auto s = run();
     if (!s.ok()) LOG_ERROR("event loop: %s", s.error().describe().c_str());
   });

@@ -29,7 +29,9 @@ class EventLoop {
   // Runs handlers until stop(); returns an error only when epoll itself fails.
   Status run();
   // Runs the loop on its own thread.
-  void start_thread();
+  // `on_start`, if given, runs first on the new thread; false ends the thread without looping
+  // (the thread's seccomp filter is installed there).
+  void start_thread(std::function<bool()> on_start = nullptr);
   // Safe from any thread, handlers included; joins the loop thread if start_thread() was used,
   // unless called on that thread (the destructor joins it then).
   void stop();

@@ -1,4 +1,5 @@
 #include "vmm/machine/machine.h"
+#include "vmm/security/seccomp.h"
 
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -123,6 +124,14 @@ Result<std::unique_ptr<Machine>> Machine::restore(const MachineConfig& config,
     m->vcpus_.push_back(std::move(vcpu));
   }
   timer.mark("vCPU state");
+  // Devices last: a restored device may raise its interrupt, which must land in the restored
+  // IOAPIC, and the devices come from `config` (clones get their own backends and identities).
+  if (m->virtio_)
+    TRY_STATUS(m->virtio_->restore_state(state.virtio));
+  else if (!state.virtio.empty())
+    return as_invalid_input(make_error("the snapshot has " + std::to_string(state.virtio.size()) +
+                                       " virtio devices, the restoring VM none"));
+  timer.mark("virtio devices");
   return m;
 }
 
@@ -137,6 +146,7 @@ Result<MachineState> Machine::capture_state() const {
   for (size_t i = 0; i < vcpus_.size(); ++i)
     s.vcpus.push_back(TRY(capture_vcpu_state(vcpus_[i], cpuids_[i], msr_indices_)));
   s.serial = serial_->save();
+  if (virtio_) s.virtio = TRY(virtio_->save_state());
   return s;
 }
 
@@ -258,12 +268,22 @@ VmOutcome Machine::run() {
 
 void Machine::start() {
   install_vcpu_kick_handler();
-  if (event_loop_) event_loop_->start_thread();
+  // Each thread installs its seccomp filter (when enabled) before it does any work for the guest.
+  if (event_loop_) event_loop_->start_thread([this] { return enter_role(ThreadRole::kEventLoop); });
   threads_.reserve(vcpus_.size());
   for (auto& vcpu : vcpus_) {
     VcpuLoopContext ctx{&vcpu, &pio_bus_, &mmio_bus_, &control_};
-    threads_.emplace_back([ctx] { run_vcpu_loop(ctx); });
+    threads_.emplace_back([this, ctx] {
+      if (enter_role(ThreadRole::kVcpu)) run_vcpu_loop(ctx);
+    });
   }
+}
+
+bool Machine::enter_role(ThreadRole role) {
+  Status s = apply_seccomp(role);
+  if (s.ok()) return true;
+  control_.finish(VmOutcome::kHostError, s.error().describe());
+  return false;
 }
 
 void Machine::kick_all() {
@@ -304,10 +324,15 @@ VmOutcome Machine::wait() {
   if (config_.timeout_seconds)
     timeout = std::chrono::nanoseconds(static_cast<int64_t>(*config_.timeout_seconds * 1e9));
   VmOutcome outcome = control_.wait(timeout);
-  kick_all();
-  for (auto& t : threads_)
-    t.join();
-  threads_.clear();
+  {
+    // Under pause_mu_: a pause() from the API thread walks threads_ to kick them. It cannot hold
+    // the lock for long now: its wait for parked vCPUs ends as soon as the run has finished.
+    std::lock_guard<std::mutex> lock(pause_mu_);
+    kick_all();
+    for (auto& t : threads_)
+      t.join();
+    threads_.clear();
+  }
   if (outcome == VmOutcome::kTimeout) {
     // Where each vCPU was when time ran out: the first clue to a hung guest.
     for (auto& vcpu : vcpus_)

@@ -24,6 +24,7 @@
 #include "vmm/machine/run_control.h"
 #include "vmm/machine/virtio_devices.h"
 #include "vmm/memory/guest_memory.h"
+#include "vmm/security/seccomp_policy.h"
 
 namespace carapace {
 
@@ -54,9 +55,14 @@ class Machine {
   Status pause();
   void resume();
   bool paused() const;
+  // Whether the run has an outcome (the guest ended, failed, timed out or was stopped); the vCPU
+  // threads may still be winding down until wait() returns.
+  bool finished() const { return control_.finished(); }
+  size_t vcpu_count() const { return vcpus_.size(); }
   std::string outcome_detail() const { return control_.detail() + extra_detail_; }
 
   const GuestMemory& memory() const { return mem_; }
+  const MachineConfig& config() const { return config_; }
   const LoadedKernel& kernel() const { return kernel_; }
   const std::string& cmdline() const { return cmdline_; }
   uint64_t console_dropped() const { return console_ ? console_->dropped() : 0; }
@@ -95,6 +101,8 @@ class Machine {
   // After event_loop_: the devices go first, while the (stopped) loop still exists.
   std::unique_ptr<VirtioDeviceSet> virtio_;
   void kick_all();
+  // Installs the calling thread's seccomp filter; on failure ends the VM and returns false.
+  bool enter_role(ThreadRole role);
 
   RunControl control_;
   std::string extra_detail_;

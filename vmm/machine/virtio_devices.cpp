@@ -56,4 +56,43 @@ Status VirtioDeviceSet::add_configured(const DeviceConfigs& config) {
   return {};
 }
 
+Result<std::vector<VirtioDeviceBlob>> VirtioDeviceSet::save_state() {
+  std::vector<VirtioDeviceBlob> blobs;
+  for (size_t i = 0; i < transports_.size(); ++i) {
+    VirtioDeviceBlob b;
+    b.slot = static_cast<uint32_t>(i);
+    b.version = virtio::MmioTransport::kStateVersion;
+    b.bytes = TRY(transports_[i]->save_state());
+    blobs.push_back(std::move(b));
+  }
+  return blobs;
+}
+
+Status VirtioDeviceSet::restore_state(std::span<const VirtioDeviceBlob> blobs) {
+  auto bad = [](const std::string& why) { return as_invalid_input(make_error("virtio: " + why)); };
+  if (blobs.size() != transports_.size())
+    return bad("the snapshot has " + std::to_string(blobs.size()) + " devices, this VM " +
+               std::to_string(transports_.size()));
+  // Match by slot, each exactly once, before touching any device.
+  std::vector<const VirtioDeviceBlob*> by_slot(transports_.size(), nullptr);
+  for (const VirtioDeviceBlob& b : blobs) {
+    if (b.slot >= by_slot.size()) return bad("device slot " + std::to_string(b.slot) + " unknown");
+    if (by_slot[b.slot] != nullptr) return bad("two devices for slot " + std::to_string(b.slot));
+    if (b.version != virtio::MmioTransport::kStateVersion)
+      return bad("device slot " + std::to_string(b.slot) + ": state version " +
+                 std::to_string(b.version) + ", this build reads " +
+                 std::to_string(virtio::MmioTransport::kStateVersion));
+    by_slot[b.slot] = &b;
+  }
+  for (size_t i = 0; i < transports_.size(); ++i) {
+    auto s = transports_[i]->restore_state(by_slot[i]->bytes);
+    if (!s.ok()) {
+      Error e = s.take_error();
+      e.message = "device slot " + std::to_string(i) + ": " + e.message;
+      return e;
+    }
+  }
+  return {};
+}
+
 }  // namespace carapace

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "vmm/event/event_loop.h"
 #include "vmm/kvm/vm.h"
 #include "vmm/machine/device_config.h"
+#include "vmm/machine/machine_state.h"
 #include "vmm/memory/guest_memory.h"
 #include "vmm/virtio/interrupt.h"
 #include "vmm/virtio/mmio_slots.h"
@@ -35,6 +37,13 @@ class VirtioDeviceSet {
   const std::vector<std::shared_ptr<virtio::MmioTransport>>& transports() const {
     return transports_;
   }
+
+  // Snapshot of every device, one blob per MMIO slot in slot order; the VM must be paused.
+  Result<std::vector<VirtioDeviceBlob>> save_state();
+  // Applies saved blobs to the devices just built for a restore, before any vCPU runs. Each
+  // slot needs exactly one blob, of a known version, for a device of the same type; the
+  // restoring VM must have as many devices as the snapshot (SECURITY-CHECKS 22).
+  Status restore_state(std::span<const VirtioDeviceBlob> blobs);
 
  private:
   Vm& vm_;

@@ -192,26 +192,30 @@ void MmioTransport::activate() {
     report_needs_reset(s.error());
     return;
   }
-  if (loop_ != nullptr) {
-    for (uint16_t i = 0; i < queues_.size(); ++i) {
-      if (!queues_[i].ready) continue;
-      auto added = loop_->add(notify_[i].fd(), EPOLLIN, [this, i](uint32_t) {
-        (void)notify_[i].read();
-        if (!needs_reset_.load()) device_->queue_notify(i);
-      });
-      if (!added.ok()) {  // a host failure: the device cannot be driven
-        LOG_ERROR("virtio-mmio@0x%llx: %s", static_cast<unsigned long long>(base_),
-                  added.error().describe().c_str());
-        active_ = true;  // so reset_locked() removes what was added
-        report_needs_reset(added.error());
-        return;
-      }
-    }
+  auto watched = watch_queues();
+  if (!watched.ok()) {  // a host failure: the device cannot be driven
+    LOG_ERROR("virtio-mmio@0x%llx: %s", static_cast<unsigned long long>(base_),
+              watched.error().describe().c_str());
+    active_ = true;  // so reset_locked() removes what was added
+    report_needs_reset(watched.error());
+    return;
   }
   active_ = true;
   LOG_INFO("virtio-mmio@0x%llx: %s DRIVER_OK features 0x%llx",
            static_cast<unsigned long long>(base_), device_type_name(device_->device_type()),
            static_cast<unsigned long long>(driver_features_));
+}
+
+Status MmioTransport::watch_queues() {
+  if (loop_ == nullptr) return {};
+  for (uint16_t i = 0; i < queues_.size(); ++i) {
+    if (!queues_[i].ready) continue;
+    TRY_STATUS(loop_->add(notify_[i].fd(), EPOLLIN, [this, i](uint32_t) {
+      (void)notify_[i].read();
+      if (!needs_reset_.load()) device_->queue_notify(i);
+    }));
+  }
+  return {};
 }
 
 void MmioTransport::reset_locked() {

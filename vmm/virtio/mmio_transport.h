@@ -73,6 +73,21 @@ class MmioTransport : public BusDevice, private DeviceSignals {
   const GuestErrorCounters& errors() const { return errors_; }
   VirtioDevice& device() { return *device_; }
 
+  // Snapshot (mmio_transport_state.cpp): the register file, each queue's registers and cursors,
+  // and the device's own part, as versioned little-endian bytes. Called with the vCPUs paused;
+  // refused while a request is in flight (VirtioDevice::save finishes its own first).
+  static constexpr uint32_t kStateVersion = 1;
+  Result<std::vector<uint8_t>> save_state();
+  // Applies saved state to a transport the guest has not touched (freshly built, before any vCPU
+  // runs). Everything is validated as if the guest had just written the registers in order
+  // (SECURITY-CHECKS 22): a status the state machine cannot reach, features not offered, a
+  // ready queue that QueueReady would refuse (size, alignment, rings outside RAM or
+  // overlapping), or a device part that does not fit this device's configuration is an error
+  // and leaves the transport and device reset. With DRIVER_OK the device is re-activated with
+  // the restored queues, and every ready queue is notified once, so buffers the driver made
+  // available before the snapshot are not left waiting for a notification already spent.
+  Status restore_state(std::span<const uint8_t> bytes);
+
  private:
   // The driver's view of one queue, as written (virtio 1.2 §4.2.2).
   struct QueueRegs {
@@ -100,6 +115,8 @@ class MmioTransport : public BusDevice, private DeviceSignals {
   void notify(uint32_t index);
   QueueState queue_state(uint16_t index, bool for_activation) const;
   QueueRegs* selected_queue();
+  // Registers the notify handlers of the ready queues on loop_ (after the device is active).
+  Status watch_queues();
   void note_guest_error(std::atomic<uint64_t>& counter, const char* fmt, ...)
       __attribute__((format(printf, 3, 4)));
 

@@ -19,6 +19,14 @@ const char* device_type_name(uint32_t type) {
   return "virtio";
 }
 
+std::vector<QueueState> queue_states(const std::optional<ActivationContext>& ctx) {
+  std::vector<QueueState> out;
+  if (!ctx) return out;
+  for (const Queue& q : ctx->queues)
+    out.push_back(q.save());
+  return out;
+}
+
 namespace {
 
 // The overlap of [offset, offset + len) with [0, size): where it starts in the config and its

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -72,13 +73,17 @@ struct ActivationContext {
   GuestErrorCounters* errors = nullptr;
 };
 
-// Device-specific snapshot state (interface only for now): plain bytes the device encodes, and
-// the queues' plain state, each validated on restore exactly as on activation (SECURITY-CHECKS
-// 22).
+// What a device gives a snapshot (see VirtioDevice::save): its queues' plain state while it is
+// active (empty otherwise), and its own part, bytes the device encodes with a version of its own.
+// The transport stores the queues' cursors next to its registers; on restore every queue is
+// rebuilt through Queue::activate, validated exactly as on activation (SECURITY-CHECKS 22).
 struct DeviceSnapshot {
   std::vector<QueueState> queues;
   std::vector<uint8_t> device;
 };
+
+// The queues of an activation context as plain data; empty when `ctx` is not set.
+std::vector<QueueState> queue_states(const std::optional<ActivationContext>& ctx);
 
 class VirtioDevice {
  public:
@@ -104,9 +109,21 @@ class VirtioDevice {
   // The driver notified queue `index` (virtio 1.2 §2.9): pop and serve it.
   virtual void queue_notify(uint16_t index) = 0;
 
-  // Snapshot hooks (interface only for now): called with the device quiesced.
-  virtual Result<DeviceSnapshot> save() const { return make_error("snapshot not supported"); }
-  virtual Status restore(const DeviceSnapshot&) { return make_error("snapshot not supported"); }
+  // Snapshot: called with the vCPUs paused. Requests the device has popped must be finished
+  // first (completed into the used ring) or the save refused: a restored queue starts with
+  // nothing in flight. Host-side state that cannot travel (sockets, a frame held for the guest)
+  // is left out; the device recreates it from its own configuration on restore.
+  virtual Result<DeviceSnapshot> save() { return make_error("snapshot not supported"); }
+  // Restore, on a device that has not been activated, before any vCPU runs. `device` is what
+  // save() put in DeviceSnapshot::device; the device checks it against its own configuration
+  // (block: the same capacity) and refuses what does not fit. With `ctx` set (the driver had set
+  // DRIVER_OK) the device then serves as after activate(), with the queues the transport rebuilt
+  // and validated. On error the device is left inactive (the transport resets it).
+  virtual Status restore(std::span<const uint8_t> device, std::optional<ActivationContext> ctx) {
+    (void)device;
+    (void)ctx;
+    return make_error("snapshot not supported");
+  }
 };
 
 // Helpers for config space: copy the bytes of `config` that overlap [offset, offset + len).

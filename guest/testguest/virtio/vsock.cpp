@@ -306,9 +306,21 @@ bool VsockStack::poll() {
     reposted = true;
   }
   if (reposted) rx_.kick();
-  // Events (transport reset) need nothing from us but the buffer back.
+  // Events (virtio 1.2 §5.10.6.6): TRANSPORT_RESET (id 0), sent after the VM was restored from
+  // a snapshot. Every connection is gone (the host side did not survive) and the guest CID may
+  // have changed: drop the connections, keep the listening ports, re-read the CID.
   while (ev_.pop_used(head, used)) {
     if (head < ev_.size()) {
+      if (used >= 4 && events_[head] == kEventTransportReset) {
+        ++transport_resets;
+        for (VsockConn& c : conns_) {
+          uint8_t* ring = c.ring;
+          c = VsockConn{};
+          c.ring = ring;
+        }
+        guest_cid = dev.config64(0);
+        any = true;
+      }
       const Buf b = buf_in(&events_[head], 4);
       ev_.add(&b, 1);
       ev_.kick();

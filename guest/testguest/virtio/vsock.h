@@ -43,6 +43,7 @@ enum VsockOp : uint16_t {
   kOpCreditRequest = 7,
 };
 inline constexpr uint32_t kShutdownBoth = 3;
+inline constexpr uint32_t kEventTransportReset = 0;  // virtio 1.2 §5.10.6: event id
 
 class VsockStack;
 
@@ -116,6 +117,7 @@ class VsockStack {
   uint64_t rst_received = 0;     // RSTs that named no connection of ours
   uint64_t unknown_packets = 0;  // packets for no connection, not REQUESTs to a listening port
   uint64_t rx_bad = 0;           // rx buffers completed with a bad length
+  uint64_t transport_resets = 0;  // VIRTIO_VSOCK_EVENT_TRANSPORT_RESET events (after a restore)
 
  private:
   VsockConn* find(uint32_t local_port, uint32_t peer_port);

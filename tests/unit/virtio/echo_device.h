@@ -77,6 +77,25 @@ class EchoDevice : public VirtioDevice {
     if (q.needs_notification()) ctx_->signals->signal_used(index);
   }
 
+  // Snapshot: the queues and the scratch word.
+  Result<DeviceSnapshot> save() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (refuse_save) return make_error("echo: save refused");
+    return DeviceSnapshot{queue_states(ctx_),
+                          std::vector<uint8_t>(config_.begin() + 4, config_.end())};
+  }
+  Status restore(std::span<const uint8_t> device, std::optional<ActivationContext> ctx) override {
+    if (device.size() != 4) return guest_error("echo: state is not 4 bytes");
+    if (refuse_restore) return guest_error("echo: restore refused");
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::memcpy(config_.data() + 4, device.data(), 4);
+      ++restores;
+    }
+    if (ctx) return activate(std::move(*ctx));
+    return {};
+  }
+
   // Test hooks.
   void change_config() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -91,8 +110,8 @@ class EchoDevice : public VirtioDevice {
     return ctx_ ? ctx_->acked_features : 0;
   }
 
-  bool refuse_activation = false;
-  std::atomic<int> activations{0}, resets{0}, notifies{0}, served{0}, failures{0};
+  bool refuse_activation = false, refuse_save = false, refuse_restore = false;
+  std::atomic<int> activations{0}, resets{0}, notifies{0}, served{0}, failures{0}, restores{0};
 
  private:
   static constexpr uint16_t kMaxSizes[] = {16, 8};

@@ -1,5 +1,7 @@
 #include "vmm/api/http/listener.h"
 
+#include "vmm/base/stale_socket.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -21,33 +23,12 @@ Result<sockaddr_un> unix_address(const std::string& path) {
   return addr;
 }
 
-// Whether a server accepts connections on the socket file `path` right now. A non-blocking probe:
-// a live server with a full backlog answers EAGAIN instead of blocking us.
-Result<bool> someone_listens(const sockaddr_un& addr, const std::string& path) {
-  UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!probe.valid()) return sys_error("socket");
-  if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0)
-    return true;
-  if (errno == EAGAIN || errno == EINPROGRESS) return true;
-  if (errno == ECONNREFUSED) return false;
-  return sys_error("probe " + path);
-}
-
 }  // namespace
 
 Result<UnixListener> listen_unix(const std::string& path, int backlog) {
   sockaddr_un addr = TRY(unix_address(path));
+  TRY_STATUS(carapace::remove_stale_socket(path));
   struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode))
-      return as_invalid_input(make_error(path + " exists and is not a socket"));
-    if (TRY(someone_listens(addr, path)))
-      return as_invalid_input(make_error(path + " is in use by a running server"));
-    if (::unlink(path.c_str()) < 0 && errno != ENOENT)
-      return sys_error("remove stale socket " + path);
-  } else if (errno != ENOENT) {
-    return sys_error("stat " + path);
-  }
 
   UnixListener l;
   l.path = path;

@@ -82,6 +82,16 @@ class VirtioBlock : public virtio::VirtioDevice, public std::enable_shared_from_
   void reset() override;
   void queue_notify(uint16_t index) override;
 
+  // Snapshot (block_state.cpp). save() first completes every request in flight on io_uring
+  // (waiting up to 5 s; the guest is paused, so nothing new arrives), then records the capacity
+  // and read-only flag. The configuration space is not saved: it is derived from the drive the
+  // restoring VM was given, which must have the same capacity and mode, or restore refuses it
+  // (the guest's file system would otherwise run past the end or write to a read-only disk).
+  static constexpr uint32_t kStateVersion = 1;
+  Result<virtio::DeviceSnapshot> save() override;
+  Status restore(std::span<const uint8_t> device,
+                 std::optional<virtio::ActivationContext> ctx) override;
+
   BlockCounters counters() const;
   bool using_io_uring() const;
   bool throttled() const;
@@ -128,6 +138,8 @@ class VirtioBlock : public virtio::VirtioDevice, public std::enable_shared_from_
   void finish_locked(uint16_t head, block::BlockRequest* req, uint8_t status, bool host_error);
   void release_slot_locked(uint16_t index);
   void drain_locked();
+  // Waits for every io_uring request and completes it into the used ring (snapshots).
+  Status finish_in_flight_locked();
   Status register_fds_locked(EventLoop& loop);
   void unregister_fds_locked();
   void on_engine_event();

@@ -4,6 +4,7 @@
 // the host kernel. Backends never block: the device drives them from the event loop.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -39,10 +40,12 @@ class NetBackend {
  public:
   virtual ~NetBackend() = default;
 
-  // Becomes readable (EPOLLIN) when frames wait; non-blocking.
+  // Becomes readable (EPOLLIN) when frames wait, writable (EPOLLOUT) when a frame fits again;
+  // non-blocking.
   virtual int fd() const = 0;
-  // Sends one frame. Never blocks: a full host queue (EAGAIN) is an error and the frame is lost,
-  // as on a real link. Errors are host errors; the device counts and drops.
+  // Sends one frame. Never blocks. A full host queue is an error whose errno is EAGAIN
+  // (would_block()): nothing was sent, and the device keeps the frame and stops taking TX
+  // chains until fd() is writable. Any other error is a host error; the device counts and drops.
   virtual Status send(std::span<const uint8_t> frame) = 0;
   // Takes one frame into `buf`. A host error means the backend is unusable for now (the device
   // stops reading until the guest's next RX notify).
@@ -50,5 +53,10 @@ class NetBackend {
   // For log lines: "tap cp0", "unix /run/x.sock".
   virtual const char* describe() const = 0;
 };
+
+// A send() that found the host queue full; try again when the backend fd is writable.
+inline bool would_block(const Error& e) {
+  return e.sys_errno == EAGAIN || e.sys_errno == EWOULDBLOCK;
+}
 
 }  // namespace carapace::net

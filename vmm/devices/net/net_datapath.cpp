@@ -2,16 +2,20 @@
 // (backend → guest). See net_device.h for the flow-control design.
 #include "vmm/devices/net/net_device.h"
 
+#include <sys/epoll.h>
+
 namespace carapace::net {
 
 // ---- TX (virtio 1.2 §5.1.6.2) ----
 
 void NetDevice::process_tx_locked() {
   if (!ctx_ || broken_ || tx_throttled_) return;
+  // The frame the backend refused goes first; while it still does not fit, the ring waits.
+  if (tx_held_ != 0 && !send_held_locked()) return;
   virtio::Queue& q = ctx_->queues[kTxQueue];
   // Without an event loop (tests) there is nobody to yield to and no timer to come back on.
   size_t budget = timer_registered_ ? kBudget : SIZE_MAX;
-  bool yielded = false;
+  bool yielded = false, backend_full = false;
   do {
     for (;;) {
       if (budget == 0) {
@@ -37,22 +41,25 @@ void NetDevice::process_tx_locked() {
         schedule_timer_locked(tx_limiter_.wait_ns(frame_len, now));
         break;
       }
-      transmit_locked(chain);
-      // TX buffers are driver-readable only: nothing written (virtio 1.2 §2.7.8).
+      backend_full = !transmit_locked(chain);
+      // TX buffers are driver-readable only: nothing written (virtio 1.2 §2.7.8). A held frame
+      // was copied out, so its chain goes back too.
       (void)q.add_used(chain.head(), 0);
+      if (backend_full) break;
     }
-    if (yielded || tx_throttled_) break;
+    // A full backend brings us back through EPOLLOUT (or, without a loop, the next notify).
+    if (yielded || tx_throttled_ || backend_full) break;
   } while (q.enable_notification());
   if (yielded) schedule_timer_locked(1);
   if (q.needs_notification()) ctx_->signals->signal_used(kTxQueue);
 }
 
-void NetDevice::transmit_locked(const virtio::DescriptorChain& chain) {
+bool NetDevice::transmit_locked(const virtio::DescriptorChain& chain) {
   auto reader = chain.reader();
   if (reader.available() < kVnetHdrLen) {  // not even the header (virtio 1.2 §5.1.6)
     ctx_->errors->bad_request.fetch_add(1, std::memory_order_relaxed);
     bump(counters_.tx_dropped_bad_header);
-    return;
+    return true;
   }
   // No offload was negotiated, so the header asks for nothing we would honour (virtio 1.2
   // §5.1.6.2); it is skipped and never passed on: the backend gets a header of our own.
@@ -60,27 +67,52 @@ void NetDevice::transmit_locked(const virtio::DescriptorChain& chain) {
   const size_t len = reader.available();
   if (len > kMaxFrameLen) {
     bump(counters_.tx_dropped_oversized);
-    return;
+    return true;
   }
   if (len < kEthHeaderLen) {
     bump(counters_.tx_dropped_runt);
-    return;
+    return true;
   }
   // Copy first: the policy must judge the bytes that are sent, not guest memory that another
   // vCPU can rewrite between the check and the send.
   std::span<uint8_t> frame(tx_frame_.data(), len);
   if (!reader.read(frame).ok()) {  // cannot happen: the chain was validated whole
     ctx_->errors->bad_request.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return true;
   }
   if (egress_policy_) {
     const EgressVerdict v = check_egress(frame, allow_);
     if (v != EgressVerdict::kAllow) {
       bump(counters_.tx_dropped_policy[static_cast<size_t>(v)]);
-      return;
+      return true;
     }
   }
   auto sent = backend_->send(frame);
+  if (!sent.ok() && would_block(sent.error())) {
+    // The host side is full (a Unix datagram peer's queue holds only a few frames): keep this
+    // one and push back on the guest rather than lose it; EPOLLOUT resumes us.
+    tx_held_ = len;
+    bump(counters_.tx_backend_full);
+    set_backend_events_locked(backend_events_ | EPOLLOUT);
+    return false;
+  }
+  count_sent_locked(sent, len);
+  return true;
+}
+
+bool NetDevice::send_held_locked() {
+  auto sent = backend_->send({tx_frame_.data(), tx_held_});
+  if (!sent.ok() && would_block(sent.error())) {
+    set_backend_events_locked(backend_events_ | EPOLLOUT);  // (re-)armed, e.g. after a reset
+    return false;
+  }
+  count_sent_locked(sent, tx_held_);
+  tx_held_ = 0;
+  set_backend_events_locked(backend_events_ & ~uint32_t{EPOLLOUT});
+  return true;
+}
+
+void NetDevice::count_sent_locked(const Status& sent, size_t len) {
   if (!sent.ok()) {
     bump(counters_.tx_dropped_backend);
     warn_locked("TX frame dropped", sent.error());

@@ -68,7 +68,12 @@ bool NetDevice::rx_waiting_for_buffers() const {
 
 bool NetDevice::rx_armed() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return rx_armed_;
+  return (backend_events_ & EPOLLIN) != 0;
+}
+
+bool NetDevice::tx_waiting_for_backend() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tx_held_ != 0;
 }
 
 Status NetDevice::activate(virtio::ActivationContext ctx) {
@@ -106,6 +111,8 @@ void NetDevice::reset() {
   ctx_.reset();
   if (rx_pending_ != 0) bump(counters_.rx_dropped_reset);
   rx_pending_ = 0;
+  if (tx_held_ != 0) bump(counters_.tx_dropped_reset);
+  tx_held_ = 0;
   rx_waiting_ = rx_throttled_ = tx_throttled_ = broken_ = false;
 }
 
@@ -123,10 +130,14 @@ void NetDevice::queue_notify(uint16_t index) {
   }
 }
 
-void NetDevice::on_backend_readable() {
+void NetDevice::on_backend_event(uint32_t events) {
   std::lock_guard<std::mutex> lock(mu_);
-  bump(counters_.backend_wakeups);
-  process_rx_locked();
+  constexpr uint32_t kTrouble = EPOLLERR | EPOLLHUP;  // the next send/receive reports it
+  if ((backend_events_ & EPOLLOUT) && (events & (EPOLLOUT | kTrouble))) process_tx_locked();
+  if ((backend_events_ & EPOLLIN) && (events & (EPOLLIN | kTrouble))) {
+    bump(counters_.backend_wakeups);
+    process_rx_locked();
+  }
 }
 
 void NetDevice::on_timer() {
@@ -140,22 +151,28 @@ void NetDevice::on_timer() {
 }
 
 void NetDevice::arm_rx_locked() {
-  if (rx_armed_ || loop_ == nullptr) return;
+  set_backend_events_locked(backend_events_ | EPOLLIN);
+}
+
+void NetDevice::disarm_rx_locked() {
+  set_backend_events_locked(backend_events_ & ~uint32_t{EPOLLIN});
+}
+
+void NetDevice::set_backend_events_locked(uint32_t events) {
+  if (loop_ == nullptr) events = 0;  // tests without a loop resume from notifies
+  if (events == backend_events_) return;
+  if (backend_events_ != 0) (void)loop_->remove(backend_->fd());
+  backend_events_ = 0;
+  if (events == 0) return;
   std::weak_ptr<NetDevice> weak = weak_from_this();
-  auto added = loop_->add(backend_->fd(), EPOLLIN, [weak](uint32_t) {
-    if (auto self = weak.lock()) self->on_backend_readable();
+  auto added = loop_->add(backend_->fd(), events, [weak](uint32_t ev) {
+    if (auto self = weak.lock()) self->on_backend_event(ev);
   });
   if (!added.ok()) {
     warn_locked("cannot watch the backend", added.error());
     return;
   }
-  rx_armed_ = true;
-}
-
-void NetDevice::disarm_rx_locked() {
-  if (!rx_armed_) return;
-  rx_armed_ = false;
-  if (loop_ != nullptr) (void)loop_->remove(backend_->fd());
+  backend_events_ = events;
 }
 
 void NetDevice::schedule_timer_locked(uint64_t ns) {
@@ -176,7 +193,7 @@ void NetDevice::schedule_timer_locked(uint64_t ns) {
 }
 
 void NetDevice::stop_events_locked() {
-  disarm_rx_locked();
+  set_backend_events_locked(0);
   if (timer_registered_ && loop_ != nullptr) (void)loop_->remove(timer_.get());
   timer_registered_ = false;
   itimerspec off{};
@@ -187,7 +204,7 @@ void NetDevice::stop_events_locked() {
 
 void NetDevice::go_broken_locked(const Error& why) {
   broken_ = true;
-  disarm_rx_locked();
+  set_backend_events_locked(0);  // a writable fd would wake a device that does nothing
   ctx_->signals->report_needs_reset(why);
 }
 

@@ -5,7 +5,10 @@
 //
 // TX: each chain's header is skipped (nothing to honour without offloads), the frame is copied
 // out of guest memory once, checked (runt, oversized, egress policy; SECURITY-CHECKS 16) and
-// handed to the backend; drops are counted by reason.
+// handed to the backend; drops are counted by reason. A backend whose queue is full (EAGAIN)
+// pushes back instead of losing the frame: the device keeps that one frame (its chain is
+// returned), takes no more TX chains, and resumes when the backend fd is writable (EPOLLOUT).
+// The guest's TX ring fills and its driver stops the queue, as with a real NIC.
 // RX: the device holds at most one frame from the backend. When the guest's RX ring has no
 // buffer for it, the device stops watching the backend fd (it leaves the event loop) and waits
 // for the driver's RX notify; further frames wait in the kernel's bounded socket/TAP queue,
@@ -61,12 +64,22 @@ class NetDevice : public virtio::VirtioDevice, public std::enable_shared_from_th
   void reset() override;
   void queue_notify(uint16_t index) override;
 
+  // Snapshot (net_state.cpp): nothing but the queues. The MAC and the backend come from the
+  // restoring VM's configuration, so a clone has its own network identity (issue 4 §3); a frame
+  // held for the guest stays with the old backend (a network may drop a frame).
+  static constexpr uint32_t kStateVersion = 1;
+  Result<virtio::DeviceSnapshot> save() override;
+  Status restore(std::span<const uint8_t> device,
+                 std::optional<virtio::ActivationContext> ctx) override;
+
   const NetCounters& counters() const { return counters_; }
   std::array<uint8_t, 6> mac() const;
   // For tests: RX is waiting for guest buffers (the backend fd is out of the event loop).
   bool rx_waiting_for_buffers() const;
-  // For tests: the backend fd is in the event loop.
+  // For tests: the backend fd is in the event loop for reading.
   bool rx_armed() const;
+  // For tests: a TX frame waits for the backend to take it.
+  bool tx_waiting_for_backend() const;
 
  private:
   static constexpr uint16_t kQueueMaxSizes[] = {kQueueSize, kQueueSize};
@@ -83,10 +96,13 @@ class NetDevice : public virtio::VirtioDevice, public std::enable_shared_from_th
   NetDevice(const NetDeviceConfig& config, std::unique_ptr<NetBackend> backend, UniqueFd timer);
 
   // net_device.cpp: lifecycle and events.
-  void on_backend_readable();
+  void on_backend_event(uint32_t events);
   void on_timer();
   void arm_rx_locked();
   void disarm_rx_locked();
+  // Registers the backend fd for `events` (EPOLLIN for RX, EPOLLOUT while a TX frame is held);
+  // the loop has no "modify", so a change re-registers.
+  void set_backend_events_locked(uint32_t events);
   void schedule_timer_locked(uint64_t ns);
   void stop_events_locked();
   void go_broken_locked(const Error& why);
@@ -97,7 +113,11 @@ class NetDevice : public virtio::VirtioDevice, public std::enable_shared_from_th
   RxRead read_backend_locked();
   bool deliver_locked(virtio::Queue& q, const virtio::DescriptorChain& chain);
   void process_tx_locked();
-  void transmit_locked(const virtio::DescriptorChain& chain);
+  // False when the frame is held for a full backend (stop taking chains).
+  bool transmit_locked(const virtio::DescriptorChain& chain);
+  // Sends the held frame; false while the backend is still full.
+  bool send_held_locked();
+  void count_sent_locked(const Status& sent, size_t len);
 
   const ConfigSpace config_;
   const bool egress_policy_;
@@ -112,7 +132,7 @@ class NetDevice : public virtio::VirtioDevice, public std::enable_shared_from_th
   UniqueFd timer_;                                // timerfd: rate-limit and budget resumes
   bool timer_registered_ = false;
   uint64_t timer_deadline_ns_ = 0;  // 0: not armed
-  bool rx_armed_ = false;           // backend fd registered for EPOLLIN
+  uint32_t backend_events_ = 0;     // what the backend fd is registered for (EPOLLIN/EPOLLOUT)
   bool rx_waiting_ = false;         // a frame is held and the RX ring is empty
   bool rx_throttled_ = false, tx_throttled_ = false;
   bool broken_ = false;  // NEEDS_RESET reported; wait for reset
@@ -120,6 +140,7 @@ class NetDevice : public virtio::VirtioDevice, public std::enable_shared_from_th
   std::vector<uint8_t> rx_frame_;  // kMaxFrameLen + 1: a longer frame shows as truncated
   size_t rx_pending_ = 0;          // length of the held frame in rx_frame_; 0: none
   std::vector<uint8_t> tx_frame_;  // the frame being sent, copied out of guest memory
+  size_t tx_held_ = 0;             // length of a frame in tx_frame_ the backend refused; 0: none
   uint32_t warnings_left_ = 8;     // host-side warnings logged before going quiet
 };
 

@@ -8,6 +8,7 @@
 #include <array>
 
 #include "vmm/base/log.h"
+#include "vmm/virtio/state_codec.h"
 
 namespace carapace {
 
@@ -40,6 +41,21 @@ void VirtioRng::reset() {
   arm_timer(0);  // disarm
   ctx_.reset();
   throttled_ = broken_ = false;
+}
+
+Result<virtio::DeviceSnapshot> VirtioRng::save() {
+  std::lock_guard<std::mutex> lock(mu_);
+  virtio::StateWriter w;
+  w.u32(kStateVersion);
+  return virtio::DeviceSnapshot{virtio::queue_states(ctx_), w.take()};
+}
+
+Status VirtioRng::restore(std::span<const uint8_t> device, std::optional<ActivationContext> ctx) {
+  virtio::StateReader r(device);
+  TRY_STATUS(virtio::expect_version(r, kStateVersion, "virtio-rng"));
+  TRY_STATUS(r.expect_end("virtio-rng state"));
+  if (ctx) return activate(std::move(*ctx));
+  return {};
 }
 
 void VirtioRng::queue_notify(uint16_t index) {

@@ -34,6 +34,11 @@ class VirtioRng : public virtio::VirtioDevice {
   Status activate(virtio::ActivationContext ctx) override;
   void reset() override;
   void queue_notify(uint16_t index) override;
+  // Snapshot: no device state beyond the queues; the rate limiter starts afresh on restore.
+  static constexpr uint32_t kStateVersion = 1;
+  Result<virtio::DeviceSnapshot> save() override;
+  Status restore(std::span<const uint8_t> device,
+                 std::optional<virtio::ActivationContext> ctx) override;
 
   uint64_t bytes_served() const;
   bool throttled() const;

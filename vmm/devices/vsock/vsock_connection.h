@@ -48,6 +48,10 @@ struct Connection {
     kAwaitingResponse,  // host-initiated: REQUEST queued or sent to the guest
     kEstablished,
     kClosing,  // host socket closed; an RST to the guest is queued, then the entry goes
+    // The guest reset the connection while bytes it sent still waited for the host socket: they
+    // are written out (bounded by shutdown_timeout_ns), then the socket closes. Out of the port
+    // index: for the guest the connection is gone and its ports are free again.
+    kDraining,
   };
 
   uint64_t id = 0;  // never reused: event handlers find the connection by it

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "vmm/base/log.h"
+#include "vmm/base/stale_socket.h"
 
 namespace carapace {
 
@@ -36,6 +37,13 @@ Result<BoundSocket> bind_listener(const std::string& path) {
   BoundSocket s;
   s.fd = UniqueFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!s.fd.valid()) return sys_error("vsock: socket");
+  // A socket file left by a VMM that was killed is replaced; a live one is not (two VMs on one
+  // path would steal each other's connections).
+  if (Status free = remove_stale_socket(path); !free.ok()) {
+    Error e = free.take_error();
+    e.message = "vsock: " + e.message;
+    return e;
+  }
   if (::bind(s.fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0)
     return as_invalid_input(sys_error("vsock: bind " + path));
   struct stat st {};
@@ -218,6 +226,7 @@ void VirtioVsock::index_ports_locked(Connection& c) {
 }
 
 void VirtioVsock::erase_locked(Connection& c) {
+  stats_.bytes_dropped += c.out.size();
   unwatch_locked(c);
   auto it = by_ports_.find(c.key());
   if (it != by_ports_.end() && it->second == c.id) by_ports_.erase(it);
@@ -227,6 +236,7 @@ void VirtioVsock::erase_locked(Connection& c) {
 void VirtioVsock::kill_locked(Connection& c, bool rst) {
   unwatch_locked(c);
   c.fd.reset();
+  stats_.bytes_dropped += c.out.size();
   c.out = vsock::OutBuffer();
   c.prefix.clear();
   // No RST for what the guest never heard of: a handshake line not yet read, or a REQUEST
@@ -300,6 +310,11 @@ void VirtioVsock::expire_deadlines(uint64_t now) {
     if (c == nullptr) continue;
     c->deadline_ns = 0;
     if (c->state == Connection::State::kClosing) continue;  // its RST is already queued
+    if (c->state == Connection::State::kDraining) {         // the host reader stalled: give up
+      LOG_DEBUG("virtio-vsock: dropping %zu bytes the guest sent before its RST", c->out.size());
+      erase_locked(*c);
+      continue;
+    }
     LOG_DEBUG("virtio-vsock: connection %u <-> %u timed out", c->local_port, c->peer_port);
     // A handshake that never finished, or a shutdown the peer never completed: reset it.
     kill_locked(*c, /*rst=*/true);
@@ -315,8 +330,10 @@ VirtioVsock::Stats VirtioVsock::stats() const {
   s.connections = conns_.size();
   s.queued_for_guest = rx_list_.size() + pending_rst_.size();
   s.buffered_bytes = 0;
-  for (const auto& [id, c] : conns_)
+  for (const auto& [id, c] : conns_) {
     s.buffered_bytes += c->out.size();
+    s.draining += c->state == Connection::State::kDraining;
+  }
   return s;
 }
 

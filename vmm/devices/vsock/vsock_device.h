@@ -64,6 +64,15 @@ class VirtioVsock : public virtio::VirtioDevice, public std::enable_shared_from_
   void reset() override;
   void queue_notify(uint16_t index) override;
 
+  // Snapshot (vsock_state.cpp): nothing but the queues. Host connections do not survive a
+  // snapshot and the guest CID comes from the restoring VM's configuration; a restored running
+  // device therefore sends a transport reset (below), so the guest drops its connections and
+  // reads the new CID (virtio 1.2 §5.10.6.6).
+  static constexpr uint32_t kStateVersion = 1;
+  Result<virtio::DeviceSnapshot> save() override;
+  Status restore(std::span<const uint8_t> device,
+                 std::optional<virtio::ActivationContext> ctx) override;
+
   // virtio 1.2 §5.10.6.7: posts VIRTIO_VSOCK_EVENT_TRANSPORT_RESET (now, or when the driver next
   // gives an event buffer) so the guest drops all its connections, and closes every host
   // connection. Needed after a snapshot restore: host sockets do not survive one.
@@ -83,6 +92,8 @@ class VirtioVsock : public virtio::VirtioDevice, public std::enable_shared_from_
     uint64_t refused_by_cap = 0;  // connections refused by max_connections
     uint64_t events_posted = 0;   // transport-reset events delivered
     size_t queued_for_guest = 0;  // rx work waiting for buffers (listed connections, RSTs)
+    size_t draining = 0;          // connections the guest reset, still flushing to the host
+    uint64_t bytes_dropped = 0;   // guest bytes taken but never written to a host socket
   };
   Stats stats() const;
   const std::string& uds_path() const { return uds_path_; }
@@ -122,6 +133,8 @@ class VirtioVsock : public virtio::VirtioDevice, public std::enable_shared_from_
   void handle_request_locked(const Header& h);
   void handle_rw_locked(Connection& c, const Header& h, virtio::ChainReader& payload);
   void handle_shutdown_locked(Connection& c, uint32_t flags);
+  void handle_guest_rst_locked(Connection& c);
+  void start_draining_locked(Connection& c);
   void after_guest_data_locked(Connection& c);
 
   // vsock_guest_rx.cpp: packets to the guest.

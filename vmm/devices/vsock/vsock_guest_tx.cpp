@@ -84,7 +84,7 @@ void VirtioVsock::handle_packet_locked(const Header& h, virtio::ChainReader& pay
     return;
   }
   if (h.op == vsock::kOpRst) {  // the guest ends (or refuses) the connection
-    if (c != nullptr) kill_locked(*c, /*rst=*/false);
+    if (c != nullptr) handle_guest_rst_locked(*c);
     return;
   }
   if (c == nullptr) {  // anything else needs a connection (virtio 1.2 §5.10.6.5)
@@ -174,6 +174,35 @@ void VirtioVsock::handle_shutdown_locked(Connection& c, uint32_t flags) {
   if ((c.peer_shutdown & vsock::kShutdownRcv) && !(before & vsock::kShutdownRcv) && c.fd.valid())
     (void)::shutdown(c.fd.get(), SHUT_RD);
   after_guest_data_locked(c);
+}
+
+// virtio 1.2 §5.10.6.5: an RST from the guest ends the connection at once, both ways. Bytes the
+// device already took from the guest (credit it spent, so sent as far as it knows) are still
+// delivered: Linux's own transport does the same for a peer's RST (virtio_transport_do_close()
+// leaves the receive queue readable; the reader gets the data, then EOF), as does a Unix stream
+// whose writer dies. What the host socket cannot take now is written as it drains, for at most
+// shutdown_timeout_ns. Nothing more is read from the host: the guest will never see it.
+void VirtioVsock::handle_guest_rst_locked(Connection& c) {
+  if (c.state == State::kEstablished && c.fd.valid() && !c.out.empty()) {
+    const vsock::Io r = c.host_writable ? vsock::flush_to_host(c) : vsock::Io::kBlocked;
+    if (r == vsock::Io::kBlocked) {
+      start_draining_locked(c);
+      return;
+    }
+  }
+  kill_locked(c, /*rst=*/false);  // flushed (or the host side is gone): close now
+}
+
+void VirtioVsock::start_draining_locked(Connection& c) {
+  auto it = by_ports_.find(c.key());
+  if (it != by_ports_.end() && it->second == c.id) by_ports_.erase(it);
+  c.state = State::kDraining;
+  c.send_request = c.send_response = c.send_rst = c.send_credit_update = false;
+  c.send_shutdown = 0;
+  // The host writer gets EPIPE instead of filling a buffer nobody reads. The entry still counts
+  // against max_connections, so the bytes held stay within cap x buf_alloc.
+  (void)::shutdown(c.fd.get(), SHUT_RD);
+  set_deadline_locked(c, opts_.shutdown_timeout_ns);
 }
 
 // After guest bytes moved (received, or flushed to the host): tell the guest about freed space,

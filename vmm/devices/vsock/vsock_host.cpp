@@ -211,6 +211,12 @@ void VirtioVsock::service_connection_locked(Connection& c, uint32_t events) {
       return;
     case State::kClosing:
       return;
+    case State::kDraining:
+      if (c.host_writable && vsock::flush_to_host(c) != vsock::Io::kBlocked) {
+        // All written (the reader gets EOF next), or the host side is gone.
+        erase_locked(c);
+      }
+      return;
     case State::kEstablished:
       break;
   }

@@ -82,6 +82,13 @@ class FakeVsockGuest {
     return s;
   }
 
+  // Drives `dev` from now on, rings as they are (a device restored from a snapshot).
+  void attach(virtio::VirtioDevice& dev) { dev_ = &dev; }
+  // The guest's CID after a transport reset told it to read the configuration again.
+  void set_cid(uint64_t cid) { cid_ = cid; }
+  // The queues as plain data, as a running device would have them now.
+  std::vector<virtio::QueueState> queue_states() const { return {rx_.state, tx_.state, ev_.state}; }
+
   // Publishes `n` more rx buffers (of rx_buf_size bytes each) and notifies.
   void give_rx_buffers(uint16_t n) {
     for (uint16_t i = 0; i < n && static_cast<uint16_t>(rx_given_ - rx_seen_) < kRingSize; ++i) {

@@ -252,5 +252,90 @@ TEST_F(VsockTest, CorruptRxRingNeedsResetAndNothingElse) {
   EXPECT_TRUE(sees_eof(c.fd.get()));
 }
 
+// Sends guest → host until the device holds bytes the (non-reading) host socket refused;
+// returns how many bytes the guest sent in all.
+size_t fill_until_buffered(FakeVsockGuest& guest, VirtioVsock& dev, uint32_t buf_alloc,
+                           uint32_t guest_port, uint32_t host_port) {
+  GuestSender s;
+  s.buf_alloc = buf_alloc;
+  const std::vector<uint8_t> chunk = pattern(60000);
+  for (int i = 0; i < 200 && dev.stats().buffered_bytes == 0; ++i) {
+    const uint32_t n = std::min<uint32_t>(s.credit(), 60000);
+    if (n > 0) {
+      EXPECT_TRUE(guest.send(guest.hdr(kOpRw, guest_port, host_port, n), {chunk.data(), n}));
+      s.sent += n;
+    }
+    guest.poll_rx();
+    for (const Packet& p : guest.inbox)
+      s.learn(p);
+    guest.inbox.clear();
+  }
+  return s.sent;
+}
+
+// Finding from issue 3: a guest RST used to drop what the device still held for the host socket.
+// virtio 1.2 §5.10.6.5: the RST ends the connection at once, but bytes the guest already sent
+// (within its credit) are delivered first, as Linux's own vsock transport does for a peer's RST.
+TEST_F(VsockTest, GuestRstStillDeliversBytesBufferedForTheHost) {
+  VsockOptions opts;
+  opts.buf_alloc = 64 * 1024;
+  start(opts);
+  UniqueFd listener = unix_listen(port_path(5000));
+  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  const size_t sent = fill_until_buffered(guest_, *dev_, opts.buf_alloc, 1234, 5000);
+  ASSERT_GT(dev_->stats().buffered_bytes, 0u) << "the host socket never filled up";
+
+  guest_.send(guest_.hdr(kOpRst, 1234, 5000));
+  EXPECT_EQ(dev_->stats().draining, 1u);
+  EXPECT_TRUE(no_packet());  // never answer an RST
+  // For the guest the connection is gone: the same ports connect again at once.
+  HostConn again = open_from_guest(listener.get(), 5000, 1234);
+  guest_write(again, "second");
+  EXPECT_EQ(read_some(again.fd.get()), "second");
+
+  // The old host socket gets every byte, then EOF.
+  size_t got = 0;
+  for (int i = 0; i < 1000; ++i) {
+    got += read_some(c.fd.get(), 1 << 20, 10).size();
+    dev_->service_host_sockets();  // EPOLLOUT: the device writes what it still holds
+    if (got == sent && dev_->stats().draining == 0) break;
+  }
+  EXPECT_EQ(got, sent);
+  EXPECT_TRUE(sees_eof(c.fd.get()));
+  const auto st = dev_->stats();
+  EXPECT_EQ(st.draining, 0u);
+  EXPECT_EQ(st.bytes_dropped, 0u);
+  EXPECT_EQ(st.connections, 1u);  // only `again`
+}
+
+TEST_F(VsockTest, DrainAfterGuestRstIsBoundedByTheShutdownTimeout) {
+  VsockOptions opts;
+  opts.buf_alloc = 64 * 1024;
+  start(opts);
+  const size_t baseline = count_socket_fds();
+  UniqueFd listener = unix_listen(port_path(5000));
+  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  const size_t sent = fill_until_buffered(guest_, *dev_, opts.buf_alloc, 1234, 5000);
+  const size_t held = dev_->stats().buffered_bytes;
+  ASSERT_GT(held, 0u);
+  guest_.send(guest_.hdr(kOpRst, 1234, 5000));
+  ASSERT_EQ(dev_->stats().draining, 1u);
+  // The host reader never reads: after shutdown_timeout_ns the device gives up and counts.
+  dev_->expire_deadlines(VirtioVsock::now_ns() + opts.shutdown_timeout_ns + 1);
+  const auto st = dev_->stats();
+  EXPECT_EQ(st.connections, 0u);
+  EXPECT_EQ(st.draining, 0u);
+  EXPECT_EQ(st.buffered_bytes, 0u);
+  EXPECT_EQ(st.bytes_dropped, held);
+  size_t got = 0;
+  for (std::string part; !(part = read_some(c.fd.get(), 1 << 20, 50)).empty();)
+    got += part.size();
+  EXPECT_EQ(got + held, sent);  // what the socket had taken, then EOF
+  EXPECT_TRUE(sees_eof(c.fd.get()));
+  c.fd.reset();
+  listener.reset();
+  EXPECT_EQ(count_socket_fds(), baseline);  // no host fd leaks (SECURITY-CHECKS 18)
+}
+
 }  // namespace
 }  // namespace carapace::vsock::fake

@@ -1,0 +1,181 @@
+// The per-VM control API (`carapace run --api-sock`) against a fake VM: state machine, wrong-state
+// calls (409, nothing changed: SECURITY-CHECKS 27), bad bodies (400: SECURITY-CHECKS 26), socket
+// removed on stop.
+#include "vmm/api/control/vm_api.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/unit/api/http_test_util.h"
+#include "vmm/api/http/http_client.h"
+
+namespace carapace {
+namespace {
+
+using State = VmControl::State;
+
+class FakeVm : public VmControl {
+ public:
+  State state() const override { return state_; }
+  uint32_t vcpus() const override { return 2; }
+  uint64_t mem_bytes() const override { return 256ull << 20; }
+  Status pause() override {
+    ++pauses;
+    state_ = State::kPaused;
+    return {};
+  }
+  Status resume() override {
+    ++resumes;
+    state_ = State::kRunning;
+    return {};
+  }
+  Result<nlohmann::json> snapshot(const std::string& dir, bool resume_after) override {
+    ++snapshots;
+    last_dir = dir;
+    if (fail_snapshot) return sys_error("write memory", ENOSPC);
+    state_ = resume_after ? State::kRunning : State::kPaused;
+    return nlohmann::json{{"dir", dir}};
+  }
+  Result<nlohmann::json> fork(uint32_t clones) override {
+    forks += clones;
+    return nlohmann::json{{"children", nlohmann::json::array()}};
+  }
+
+  State state_ = State::kRunning;
+  int pauses = 0, resumes = 0, snapshots = 0;
+  uint32_t forks = 0;
+  bool fail_snapshot = false;
+  std::string last_dir;
+};
+
+struct Reply {
+  int status = 0;
+  nlohmann::json body;
+};
+
+class VmApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.file("vm.sock");
+    auto api = VmApi::start(path_, vm_);
+    ASSERT_TRUE(api.ok()) << api.error().describe();
+    api_ = std::move(*api);
+  }
+
+  Reply call(std::string_view method, std::string_view target, std::string_view body = {}) {
+    auto r = http::http_request(path_, method, target, body);
+    EXPECT_TRUE(r.ok()) << r.error().describe();
+    if (!r.ok()) return {};
+    Reply out{r->status, nlohmann::json::parse(r->body, nullptr, false)};
+    return out;
+  }
+
+  http::test::TempDir dir_;
+  std::string path_;
+  FakeVm vm_;
+  std::unique_ptr<VmApi> api_;
+};
+
+TEST_F(VmApiTest, StatusReportsStateVcpusAndMemory) {
+  Reply r = call("GET", "/vm");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body["state"], "running");
+  EXPECT_EQ(r.body["vcpus"], 2);
+  EXPECT_EQ(r.body["mem_mib"], 256);
+}
+
+TEST_F(VmApiTest, PauseThenResume) {
+  EXPECT_EQ(call("PUT", "/vm/pause").status, 200);
+  EXPECT_EQ(call("GET", "/vm").body["state"], "paused");
+  Reply r = call("PUT", "/vm/resume", "{}");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body["state"], "running");
+}
+
+// SECURITY-CHECKS 27: a call in the wrong state is 409 and changes nothing.
+TEST_F(VmApiTest, WrongStateCallsAreConflictsAndChangeNothing) {
+  Reply r = call("PUT", "/vm/resume");
+  EXPECT_EQ(r.status, 409);
+  EXPECT_EQ(r.body["error"]["code"], "conflict");
+  EXPECT_EQ(vm_.resumes, 0);
+
+  ASSERT_EQ(call("PUT", "/vm/pause").status, 200);
+  EXPECT_EQ(call("PUT", "/vm/pause").status, 409);
+  EXPECT_EQ(vm_.pauses, 1);
+
+  vm_.state_ = State::kEnded;
+  EXPECT_EQ(call("PUT", "/vm/pause").status, 409);
+  EXPECT_EQ(call("PUT", "/vm/resume").status, 409);
+  EXPECT_EQ(call("PUT", "/snapshot/create", R"({"dir": "/tmp/x"})").status, 409);
+  EXPECT_EQ(vm_.pauses, 1);
+  EXPECT_EQ(vm_.resumes, 0);
+  EXPECT_EQ(vm_.snapshots, 0);
+  EXPECT_EQ(call("GET", "/vm").body["state"], "ended");
+}
+
+// SECURITY-CHECKS 26: malformed or unexpected bodies are 400 before anything happens.
+TEST_F(VmApiTest, BadBodiesAreRefused) {
+  EXPECT_EQ(call("PUT", "/vm/pause", "{").status, 400);
+  EXPECT_EQ(call("PUT", "/vm/pause", R"({"now": true})").status, 400);
+  EXPECT_EQ(call("PUT", "/snapshot/create", "").status, 400);
+  EXPECT_EQ(call("PUT", "/snapshot/create", "[1]").status, 400);
+  EXPECT_EQ(call("PUT", "/snapshot/create", R"({"dir": 5})").status, 400);
+  EXPECT_EQ(call("PUT", "/snapshot/create", R"({"dir": "/a", "resume": "yes"})").status, 400);
+  EXPECT_EQ(call("PUT", "/snapshot/create", R"({"dir": "/a", "extra": 1})").status, 400);
+  EXPECT_EQ(call("PUT", "/snapshot/create", R"({"dir": "relative/dir"})").status, 400);
+  EXPECT_EQ(call("PUT", "/snapshot/create", R"({"dir": "/a/../../etc"})").status, 400);
+  EXPECT_EQ(call("PUT", "/snapshot/create", R"({"dir": "/a\u0000b"})").status, 400);
+  EXPECT_EQ(vm_.pauses + vm_.snapshots, 0);
+  EXPECT_EQ(call("GET", "/vm").body["state"], "running");
+  EXPECT_EQ(call("POST", "/vm/pause").status, 405);
+  EXPECT_EQ(call("GET", "/nothing").status, 404);
+}
+
+TEST_F(VmApiTest, SnapshotResumesPerFieldDefaultingToThePreviousState) {
+  Reply r = call("PUT", "/snapshot/create", R"({"dir": "/tmp/snap-a"})");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body["state"], "running");
+  EXPECT_EQ(vm_.last_dir, "/tmp/snap-a");
+  r = call("PUT", "/snapshot/create", R"({"dir": "/tmp/snap-a", "resume": false})");
+  EXPECT_EQ(r.body["state"], "paused");
+  r = call("PUT", "/snapshot/create", R"({"dir": "/tmp/snap-a"})");
+  EXPECT_EQ(r.body["state"], "paused");
+  r = call("PUT", "/snapshot/create", R"({"dir": "/tmp/snap-a", "resume": true})");
+  EXPECT_EQ(r.body["state"], "running");
+}
+
+// SECURITY-CHECKS 24: a failed snapshot is an error and leaves the VM as it was.
+TEST_F(VmApiTest, FailedSnapshotIsAServerErrorAndTheVmGoesOn) {
+  vm_.fail_snapshot = true;
+  Reply r = call("PUT", "/snapshot/create", R"({"dir": "/tmp/full-disk"})");
+  EXPECT_EQ(r.status, 500);
+  EXPECT_NE(r.body["error"]["message"].get<std::string>().find("write memory"), std::string::npos);
+  EXPECT_EQ(call("GET", "/vm").body["state"], "running");
+}
+
+// SECURITY-CHECKS 26, 27: fork takes a bounded count and is refused once the VM ended.
+TEST_F(VmApiTest, ForkChecksItsCountAndState) {
+  EXPECT_EQ(call("PUT", "/vm/fork", R"({"clones": 3})").status, 200);
+  EXPECT_EQ(vm_.forks, 3u);
+  EXPECT_EQ(call("PUT", "/vm/fork", R"({"clones": 0})").status, 400);
+  EXPECT_EQ(call("PUT", "/vm/fork", R"({"clones": 65})").status, 400);
+  EXPECT_EQ(call("PUT", "/vm/fork", R"({"clones": -1})").status, 400);
+  EXPECT_EQ(call("PUT", "/vm/fork", R"({"clones": "2"})").status, 400);
+  EXPECT_EQ(call("PUT", "/vm/fork", R"({"clones": 1, "extra": 1})").status, 400);
+  EXPECT_EQ(call("PUT", "/vm/fork", "").status, 400);
+  vm_.state_ = State::kEnded;
+  EXPECT_EQ(call("PUT", "/vm/fork", R"({"clones": 1})").status, 409);
+  EXPECT_EQ(vm_.forks, 3u) << "a refused fork must change nothing";
+}
+
+TEST_F(VmApiTest, StopRemovesTheSocket) {
+  ASSERT_EQ(access(path_.c_str(), F_OK), 0);
+  api_->stop();
+  EXPECT_NE(access(path_.c_str(), F_OK), 0);
+  api_->stop();  // idempotent
+}
+
+}  // namespace
+}  // namespace carapace

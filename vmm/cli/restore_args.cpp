@@ -1,0 +1,174 @@
+#include "vmm/cli/restore_args.h"
+
+#include <cctype>
+#include <cstdlib>
+
+#include "vmm/cli/device_args.h"
+#include "vmm/cli/run_args.h"
+
+namespace carapace {
+
+const char kRestoreUsage[] =
+    "usage: carapace restore --snapshot DIR [options]\n"
+    "  Restores a snapshot taken with `carapace run --api-sock` (PUT /snapshot/create) and runs\n"
+    "  it; RAM is mapped copy-on-write from the snapshot, so clones share every clean page.\n"
+    "  --snapshot DIR             the snapshot directory (required)\n"
+    "  --clones N                 run N clones concurrently in this process (default 1)\n"
+    "  --console stdio|file:PATH|none   default stdio; with N > 1 each clone's lines on stdout\n"
+    "                             are prefixed \"[clone I] \", and file:PATH writes PATH.<I>\n"
+    "  --drive, --net, --vsock, --rng   the snapshot's devices, as for `carapace run`\n"
+    "  --timeout SEC              stop each clone after SEC seconds (exit status 5)\n"
+    "  --teardown deferred|sync   exit before (default) or after KVM has destroyed the VMs\n"
+    "  --log-level error|warn|info|debug\n"
+    "  --api-sock PATH            serve the control API (as carapace run); clone I: PATH.<I>\n"
+    "  --agent-token HEX          the snapshot's sandbox token: each clone's guest agent then "
+    "gets\n"
+    "                             a restore notice (post_restore over vsock port 52: wall clock,\n"
+    "                             fresh entropy, a new random token); a clone whose agent does\n"
+    "                             not take it within 10 s is stopped. Needs --vsock.\n"
+    "  --agent-token-out PATH     write clone I's new token to PATH.<I> (PATH for one clone),\n"
+    "                             mode 0600; needs --agent-token\n"
+    "  --no-seccomp               as for carapace run (needs CARAPACE_ALLOW_NO_SECCOMP=1)\n"
+    "clone identities (N > 1; clone I counts from 0; SECURITY-CHECKS 25):\n"
+    "  --vsock cid=C,uds=P        clone I gets CID C+I and socket P.<I>\n"
+    "  --net unix=P | tap=T       clone I gets P.<I> | T.<I>; mac=M becomes M+I (low 24 bits),\n"
+    "                             without mac= each clone gets a fresh random MAC\n"
+    "  --drive ...,overlay=F      clone I writes F.<I>; a writable --drive without overlay= is\n"
+    "                             refused (clones would corrupt each other's disk)\n"
+    "exit status: the worst clone's (see carapace run --help); 2 for a bad, corrupt or\n"
+    "             incompatible snapshot (one line on stderr, no VM started)\n";
+
+namespace {
+
+Error bad(const std::string& msg) {
+  return as_invalid_input(make_error(msg));
+}
+
+bool is_token(const std::string& t) {
+  if (t.empty() || t.size() > 128) return false;
+  for (char c : t)
+    if (!isxdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+uint32_t mac_low24(const std::array<uint8_t, 6>& mac) {
+  return (uint32_t{mac[3]} << 16) | (uint32_t{mac[4]} << 8) | mac[5];
+}
+
+// Collisions between clones are impossible after these checks.
+Status check_clone_identities(const RestoreArgs& a) {
+  if (a.clones <= 1) return {};
+  const DeviceConfigs& d = a.machine.devices;
+  if (d.vsock && uint64_t{d.vsock->guest_cid} + a.clones - 1 >= 0xffffffffu)
+    return bad("--vsock cid: " + std::to_string(d.vsock->guest_cid) + " + " +
+               std::to_string(a.clones) + " clones runs past 4294967294");
+  for (const auto& n : d.nets) {
+    if (n.backend == NetDeviceConfig::Backend::kTap &&
+        n.tap_name.size() + 1 + std::to_string(a.clones - 1).size() > 15)
+      return bad("--net tap: '" + n.tap_name + ".<clone>' would pass 15 bytes");
+    if (n.mac_set && mac_low24(n.mac) + (a.clones - 1) > 0xffffff)
+      return bad("--net mac: adding the clone number would overflow its low 24 bits");
+  }
+  for (const auto& drive : d.drives)
+    if (!drive.read_only && drive.overlay_path.empty())
+      return bad("--drive " + drive.path + ": clones cannot share a writable disk; use ro=on " +
+                 "or overlay=FILE (each clone writes FILE.<clone>)");
+  return {};
+}
+
+}  // namespace
+
+Result<RestoreArgs> parse_restore_args(const std::vector<std::string>& args) {
+  RestoreArgs out;
+  MachineConfig& m = out.machine;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    auto value = [&]() -> Result<std::string> {
+      if (i + 1 >= args.size()) return bad(flag + ": missing value");
+      return args[++i];
+    };
+    if (flag == "--snapshot") {
+      out.snapshot_dir = TRY(value());
+      if (out.snapshot_dir.empty()) return bad("--snapshot: empty path");
+    } else if (flag == "--clones") {
+      uint64_t n = TRY(parse_u64(flag, TRY(value())));
+      if (n == 0 || n > kMaxClones)
+        return bad("--clones: expected 1 to " + std::to_string(kMaxClones) + ", got " +
+                   std::to_string(n));
+      out.clones = static_cast<uint32_t>(n);
+    } else if (flag == "--console") {
+      TRY_STATUS(parse_console_arg(TRY(value()), m.console));
+    } else if (flag == "--drive") {
+      m.devices.drives.push_back(TRY(parse_drive_arg(TRY(value()))));
+    } else if (flag == "--net") {
+      m.devices.nets.push_back(TRY(parse_net_arg(TRY(value()))));
+    } else if (flag == "--vsock") {
+      if (m.devices.vsock) return bad("--vsock: only one vsock device per VM");
+      m.devices.vsock = TRY(parse_vsock_arg(TRY(value())));
+    } else if (flag == "--rng") {
+      if (m.devices.rng) return bad("--rng: given twice");
+      m.devices.rng = RngDeviceConfig{};
+    } else if (flag == "--timeout") {
+      m.timeout_seconds = TRY(parse_seconds(flag, TRY(value())));
+    } else if (flag == "--teardown") {
+      out.deferred_teardown = TRY(parse_teardown(TRY(value())));
+    } else if (flag == "--log-level") {
+      out.log_level = TRY(parse_log_level(TRY(value())));
+    } else if (flag == "--api-sock") {
+      out.api_sock = TRY(value());
+      if (out.api_sock.empty()) return bad("--api-sock: empty path");
+    } else if (flag == "--agent-token") {
+      out.agent_token = TRY(value());
+      if (!is_token(out.agent_token)) return bad("--agent-token: expected 1 to 128 hex digits");
+    } else if (flag == "--agent-token-out") {
+      out.agent_token_out = TRY(value());
+      if (out.agent_token_out.empty()) return bad("--agent-token-out: empty path");
+    } else if (flag == "--no-seccomp") {
+      const char* allow = getenv("CARAPACE_ALLOW_NO_SECCOMP");
+      if (allow == nullptr || std::string(allow) != "1")
+        return bad("--no-seccomp is for debugging and needs CARAPACE_ALLOW_NO_SECCOMP=1");
+      out.seccomp = false;
+    } else {
+      return bad("unknown option '" + flag + "' (see carapace restore --help)");
+    }
+  }
+  if (out.snapshot_dir.empty()) return bad("--snapshot DIR is required");
+  if (!out.agent_token.empty() && !m.devices.vsock)
+    return bad("--agent-token: the restore notice goes over vsock; add --vsock");
+  if (!out.agent_token_out.empty() && out.agent_token.empty())
+    return bad("--agent-token-out needs --agent-token");
+  TRY_STATUS(check_clone_identities(out));
+  return out;
+}
+
+MachineConfig clone_config(const RestoreArgs& args, uint32_t i) {
+  if (args.clones <= 1) return args.machine;
+  return clone_identity(args.machine, i);
+}
+
+MachineConfig clone_identity(const MachineConfig& base, uint32_t i) {
+  MachineConfig c = base;
+  const std::string suffix = "." + std::to_string(i);
+  if (c.console.kind == ConsoleKind::kFile) c.console.path += suffix;
+  if (c.devices.vsock) {
+    c.devices.vsock->guest_cid += i;
+    c.devices.vsock->uds_path += suffix;
+  }
+  for (auto& n : c.devices.nets) {
+    if (n.backend == NetDeviceConfig::Backend::kTap)
+      n.tap_name += suffix;
+    else
+      n.unix_path += suffix;
+    if (n.mac_set) {
+      uint32_t low = mac_low24(n.mac) + i;
+      n.mac[3] = static_cast<uint8_t>(low >> 16);
+      n.mac[4] = static_cast<uint8_t>(low >> 8);
+      n.mac[5] = static_cast<uint8_t>(low);
+    }
+  }
+  for (auto& drive : c.devices.drives)
+    if (!drive.overlay_path.empty()) drive.overlay_path += suffix;
+  return c;
+}
+
+}  // namespace carapace

@@ -1,0 +1,233 @@
+#include "vmm/jail/jail.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "vmm/base/unique_fd.h"
+#include "vmm/jail/cgroup.h"
+#include "vmm/jail/jail_child.h"
+#include "vmm/jail/jail_fs.h"
+
+namespace carapace {
+namespace {
+
+constexpr int kExitHost = 1;
+constexpr int kExitBadInput = 2;
+
+int fail(const Error& e) {
+  fprintf(stderr, "carapace jail: error: %s\n", e.describe().c_str());
+  return e.kind == ErrorKind::kInvalidInput ? kExitBadInput : kExitHost;
+}
+
+// What one jail holds on the host; released in the destructor even on an early return.
+class JailResources {
+ public:
+  JailResources(const JailConfig& cfg, JailCgroups cgroups)
+      : cfg_(cfg), cgroups_(std::move(cgroups)) {}
+  ~JailResources() { (void)release(); }
+  JailResources(const JailResources&) = delete;
+  JailResources& operator=(const JailResources&) = delete;
+
+  // Creates (or takes over) the jail folder under a lock, removing what a dead supervisor of
+  // the same id left, then the cgroups.
+  Status acquire() {
+    TRY_STATUS(make_dirs(cfg_.chroot_base, 0711));
+    bool stale = ::mkdir(cfg_.jail_dir().c_str(), 0711) != 0;
+    if (stale && errno != EEXIST) return sys_error("mkdir " + cfg_.jail_dir());
+    lock_ =
+        UniqueFd(::open(cfg_.jail_dir().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!lock_.valid()) return sys_error("open " + cfg_.jail_dir());
+    // The lock is what tells a live jail from a leftover one.
+    if (::flock(lock_.get(), LOCK_EX | LOCK_NB) != 0) {
+      lock_.reset();
+      return make_error("jail '" + cfg_.id + "' is in use by a running supervisor");
+    }
+    owns_dir_ = true;
+    if (stale) {
+      fprintf(stderr, "carapace jail: removing leftovers of an earlier jail '%s'\n",
+              cfg_.id.c_str());
+      TRY_STATUS(remove_dir_contents(lock_.get(), cfg_.jail_dir()));
+    }
+    TRY_STATUS(cgroups_.remove_stale());
+    owns_cgroups_ = true;
+    TRY_STATUS(cgroups_.create());
+    if (::mkdir(cfg_.root_dir().c_str(), 0755) != 0) return sys_error("mkdir " + cfg_.root_dir());
+    // The jail's /run: the one place the VMM can write that the host sees.
+    if (::mkdir(cfg_.run_dir().c_str(), 0700) != 0) return sys_error("mkdir " + cfg_.run_dir());
+    if (::chown(cfg_.run_dir().c_str(), cfg_.uid, cfg_.gid) != 0)
+      return sys_error("chown " + cfg_.run_dir());
+    return ok_status();
+  }
+
+  JailCgroups& cgroups() { return cgroups_; }
+
+  // Removes the cgroups and the jail folder (with any socket the VMM made in <jail>/run).
+  Status release() {
+    Status result;
+    if (owns_cgroups_) {
+      result = cgroups_.remove();
+      owns_cgroups_ = false;
+    }
+    if (owns_dir_) {
+      Status s = remove_tree(cfg_.jail_dir());
+      if (!s.ok() && result.ok()) result = std::move(s);
+      owns_dir_ = false;
+    }
+    lock_.reset();
+    return result;
+  }
+
+ private:
+  const JailConfig& cfg_;
+  JailCgroups cgroups_;
+  UniqueFd lock_;
+  bool owns_dir_ = false;
+  bool owns_cgroups_ = false;
+};
+
+// Signals that end the jail: the supervisor takes them through a signalfd and kills the child
+// (a PID-namespace init ignores signals it has no handler for, so forwarding would not do).
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+    sigaddset(&set, s);
+  return set;
+}
+
+int status_of(const siginfo_t& si) {
+  if (si.si_code == CLD_EXITED) return si.si_status;
+  return 128 + si.si_status;
+}
+
+// Waits for the child, killing it on a stop signal; returns its waitid() record.
+Result<siginfo_t> supervise(int pidfd, int sigfd) {
+  pollfd fds[2] = {{pidfd, POLLIN, 0}, {sigfd, POLLIN, 0}};
+  for (;;) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return sys_error("poll");
+    }
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo ssi;
+      if (::read(sigfd, &ssi, sizeof ssi) == sizeof ssi)
+        ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP)) break;
+  }
+  siginfo_t si{};
+  if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &si, WEXITED) != 0)
+    return sys_error("waitid");
+  return si;
+}
+
+}  // namespace
+
+int run_jail(const JailConfig& cfg) {
+  // Everything is checked before anything is created.
+  if (Status s = check_jail_host_paths(cfg); !s.ok()) return fail(s.error());
+  auto runtime = elf_runtime_files(cfg.exec_file);
+  if (!runtime.ok()) return fail(runtime.error());
+  auto mounts = detect_cgroup_mounts();
+  if (!mounts.ok()) return fail(mounts.error());
+  CgroupLimits limits{cfg.mem_limit_mib << 20, cfg.cpu_quota_pct, cfg.pids_max};
+  auto cgroups = JailCgroups::plan(*mounts, cfg.cgroup_version, limits, cfg.id);
+  if (!cgroups.ok()) return fail(cgroups.error());
+
+  JailResources jail(cfg, std::move(*cgroups));
+  if (Status s = jail.acquire(); !s.ok()) return fail(s.error());
+
+  sigset_t stops = stop_signals();
+  sigset_t old_mask;
+  ::sigprocmask(SIG_BLOCK, &stops, &old_mask);
+  UniqueFd sigfd(::signalfd(-1, &stops, SFD_CLOEXEC));
+  if (!sigfd.valid()) return fail(sys_error("signalfd"));
+  int sync_pipe[2], err_pipe[2];
+  if (::pipe2(sync_pipe, O_CLOEXEC) != 0) return fail(sys_error("pipe"));
+  UniqueFd sync_r(sync_pipe[0]), sync_w(sync_pipe[1]);
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return fail(sys_error("pipe"));
+  UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
+
+  int pidfd = -1;
+  clone_args args{};
+  args.flags = CLONE_PIDFD | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+  if (cfg.netns == JailNetNs::kNew) args.flags |= CLONE_NEWNET;
+  args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  // Born in the unified tree's cgroup: no migration to pay for there.
+  UniqueFd v2_fd;
+  if (!jail.cgroups().v2_dir().empty()) {
+    v2_fd = UniqueFd(::open(jail.cgroups().v2_dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!v2_fd.valid()) return fail(sys_error("open " + jail.cgroups().v2_dir()));
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(v2_fd.get());
+  }
+  fflush(nullptr);
+  // clone3 without a stack behaves like fork; the supervisor is single-threaded, so the child
+  // may allocate until it execs.
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid < 0) return fail(sys_error("clone3"));
+  if (pid == 0) {
+    v2_fd.reset();
+    sync_w.reset();
+    err_r.reset();
+    sigfd.reset();
+    JailChildPlan plan{&cfg, *runtime, sync_r.get(), err_w.get()};
+    jail_child_main(plan);
+  }
+  UniqueFd child(pidfd);
+  sync_r.reset();
+  err_w.reset();
+
+  // The limits are in place before the child drops privileges and execs.
+  std::string setup_error, child_error;
+  v2_fd.reset();
+  if (Status s = jail.cgroups().add_process(static_cast<pid_t>(pid), true); !s.ok()) {
+    setup_error = s.error().describe();
+    ::syscall(SYS_pidfd_send_signal, child.get(), SIGKILL, nullptr, 0);
+  } else if (::write(sync_w.get(), "g", 1) != 1) {
+    setup_error = "cannot start the jailed child";
+  }
+  // The error pipe reaches EOF at the child's execve (O_CLOEXEC) or exit. A child that failed
+  // on its own says why there; that beats the supervisor's view (e.g. ESRCH placing it).
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(err_r.get(), buf, sizeof buf)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    child_error.append(buf, static_cast<size_t>(n));
+  }
+
+  auto waited = supervise(child.get(), sigfd.get());
+  std::string oom = jail.cgroups().oom_report();
+  Status cleaned = jail.release();
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  if (!cleaned.ok())
+    fprintf(stderr, "carapace jail: error: cleanup: %s\n", cleaned.error().describe().c_str());
+  if (child_error.empty()) child_error = setup_error;
+  if (!child_error.empty()) {
+    fprintf(stderr, "carapace jail: error: %s\n", child_error.c_str());
+    return kExitHost;
+  }
+  if (!waited.ok()) return fail(waited.error());
+  const siginfo_t& si = *waited;
+  if (si.si_code != CLD_EXITED)
+    fprintf(stderr, "carapace jail: '%s' killed by signal %d (%s)%s%s\n", cfg.id.c_str(),
+            si.si_status, strsignal(si.si_status), oom.empty() ? "" : ": ", oom.c_str());
+  else if (!oom.empty())
+    fprintf(stderr, "carapace jail: '%s': %s\n", cfg.id.c_str(), oom.c_str());
+  return status_of(si);
+}
+
+}  // namespace carapace

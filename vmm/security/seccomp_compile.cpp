@@ -1,0 +1,56 @@
+#include "vmm/security/seccomp_compile.h"
+
+#include <seccomp.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "vmm/base/unique_fd.h"
+
+namespace carapace {
+
+Result<std::vector<sock_filter>> compile_seccomp_filter(ThreadRole role) {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
+  if (ctx == nullptr) return make_error("seccomp_init failed");
+  struct Release {
+    scmp_filter_ctx c;
+    ~Release() { seccomp_release(c); }
+  } release{ctx};
+  const uint8_t bit = static_cast<uint8_t>(1u << static_cast<int>(role));
+  for (const SyscallRule& r : seccomp_rules()) {
+    if ((r.roles & bit) == 0) continue;
+    int rc = 0;
+    switch (r.check) {
+      case ArgCheck::kNone:
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, static_cast<int>(r.nr), 0);
+        break;
+      case ArgCheck::kKvmIoctl:
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, static_cast<int>(r.nr), 1,
+                              SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, 0xae00));
+        break;
+      case ArgCheck::kUnixSocket:
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, static_cast<int>(r.nr), 1,
+                              SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+        break;
+    }
+    if (rc != 0)
+      return make_error(std::string("seccomp: cannot add ") + r.name + " to the " +
+                        thread_role_name(role) + " filter: " + strerror(-rc));
+  }
+  // The BPF program, through a memfd (libseccomp 2.5 exports only to an fd).
+  UniqueFd fd(memfd_create("carapace-seccomp", MFD_CLOEXEC));
+  if (!fd.valid()) return sys_error("memfd_create for the seccomp filter");
+  if (int rc = seccomp_export_bpf(ctx, fd.get()); rc != 0)
+    return make_error(std::string("seccomp_export_bpf: ") + strerror(-rc));
+  const off_t size = lseek(fd.get(), 0, SEEK_END);
+  if (size <= 0 || size % sizeof(sock_filter) != 0) return make_error("seccomp: bad BPF export");
+  std::vector<sock_filter> prog(static_cast<size_t>(size) / sizeof(sock_filter));
+  if (pread(fd.get(), prog.data(), static_cast<size_t>(size), 0) != size)
+    return sys_error("reading the seccomp filter back");
+  return prog;
+}
+
+}  // namespace carapace

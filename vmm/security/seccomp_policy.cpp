@@ -1,0 +1,181 @@
+#include "vmm/security/seccomp_policy.h"
+
+#include <sys/syscall.h>
+
+namespace carapace {
+
+namespace {
+
+constexpr uint8_t M = 1 << static_cast<int>(ThreadRole::kMain);
+constexpr uint8_t L = 1 << static_cast<int>(ThreadRole::kEventLoop);
+constexpr uint8_t V = 1 << static_cast<int>(ThreadRole::kVcpu);
+constexpr uint8_t C = 1 << static_cast<int>(ThreadRole::kConsole);
+constexpr uint8_t kAll = M | L | V | C;
+
+#define RULE(name, roles)    \
+  SyscallRule {              \
+    SYS_##name, #name, roles \
+  }
+#define RULE_IF(name, roles, check)           \
+  SyscallRule {                               \
+    SYS_##name, #name, roles, ArgCheck::check \
+  }
+
+// Why each line is there, where it is not obvious:
+// - every thread: memory (malloc), locks (futex), time, signals (the vCPU kick, the SIGSYS report
+//   itself), its own exit, and logging to stderr.
+// - main threads are created first and pass their filter on to every thread they start later
+//   (filters stack), so kMain also lists what the other roles need.
+constexpr SyscallRule kRules[] = {
+    // Memory, threads, time, signals: every thread.
+    RULE(read, kAll),
+    RULE(write, kAll),
+    RULE(writev, kAll),
+    RULE(close, kAll),
+    RULE(futex, kAll),
+    RULE(mmap, kAll),
+    RULE(munmap, kAll),
+    RULE(mprotect, kAll),
+    RULE(mremap, kAll),
+    RULE(madvise, kAll),
+    RULE(brk, kAll),
+    RULE(clock_gettime, kAll),
+    RULE(clock_nanosleep, kAll),
+    RULE(nanosleep, kAll),
+    RULE(sched_yield, kAll),
+    RULE(getpid, kAll),
+    RULE(gettid, kAll),
+    RULE(tgkill, kAll),  // vCPU kicks; the SIGSYS report re-raising its signal
+    RULE(rt_sigprocmask, kAll),
+    RULE(rt_sigreturn, kAll),
+    RULE(rt_sigaction, kAll),  // the SIGSYS report restores the default action
+    RULE(restart_syscall, kAll),
+    RULE(exit, kAll),
+    RULE(exit_group, kAll),
+    RULE(getrandom, kAll),  // virtio-rng, hash seeds
+    RULE(fstat, kAll),
+    RULE(newfstatat, kAll),
+    RULE(lseek, kAll),
+
+    // vCPU threads: KVM_RUN and the vCPU's register ioctls, nothing else through ioctl.
+    RULE_IF(ioctl, V, kKvmIoctl),
+    RULE(epoll_ctl, M | L | V),  // devices activated by a guest register write watch their fds
+    RULE(eventfd2, M | L | V),
+    RULE(fcntl, M | L | V),
+    RULE(io_uring_setup, M | L | V),
+    RULE(io_uring_register, M | L | V),
+    RULE(io_uring_enter, M | L | V),
+
+    // Event loop: device back ends.
+    RULE(epoll_wait, M | L),
+    RULE(epoll_pwait, M | L),
+    RULE(readv, M | L),
+    RULE(preadv, M | L),
+    RULE(pwritev, M | L),
+    RULE(pread64, M | L),
+    RULE(pwrite64, M | L),
+    RULE(fsync, M | L),
+    RULE(fdatasync, M | L),
+    RULE(fallocate, M | L),  // block DISCARD / WRITE_ZEROES
+    RULE(sendmsg, M | L),
+    RULE(recvmsg, M | L),
+    RULE(sendto, M | L | V),
+    RULE(recvfrom, M | L | V),        // devices start their RX on the vCPU that activates them
+    RULE(accept4, M | L),             // vsock: host processes connecting to the VM's socket
+    RULE_IF(socket, L, kUnixSocket),  // vsock: guest connections to <uds>_<port>
+    RULE(connect, M | L),
+    RULE(shutdown, M | L),
+    RULE(getsockopt, M | L),
+    RULE(setsockopt, M | L),
+    RULE(getsockname, M | L),
+    RULE(getpeername, M | L),
+    RULE(timerfd_create, M | L),
+    RULE(timerfd_settime, M | L | V),  // rate limiters re-armed when a notify finds no budget
+    RULE(timerfd_gettime, M | L | V),
+    RULE(poll, M | L | C),
+    RULE(ppoll, M | L | C),
+
+    // Main thread only: building VMs, files, the control API, snapshots, deferred teardown.
+    RULE(ioctl, M),
+    RULE(socket, M),
+    RULE(openat, M),
+    RULE(open, M),
+    RULE(statx, M),
+    RULE(access, M),
+    RULE(faccessat, M),
+    RULE(faccessat2, M),
+    RULE(readlink, M),
+    RULE(readlinkat, M),
+    RULE(getdents64, M),
+    RULE(mkdir, M),
+    RULE(mkdirat, M),
+    RULE(unlink, M),
+    RULE(unlinkat, M),
+    RULE(rename, M),
+    RULE(renameat, M),
+    RULE(renameat2, M),
+    RULE(ftruncate, M),
+    RULE(fstatfs, M),
+    RULE(statfs, M),
+    RULE(flock, M),
+    RULE(memfd_create, M),
+    RULE(copy_file_range, M),
+    RULE(bind, M),
+    RULE(listen, M),
+    RULE(socketpair, M),
+    RULE(pipe2, M),
+    RULE(dup, M),
+    RULE(dup2, M),
+    RULE(dup3, M),
+    RULE(epoll_create1, M),
+    RULE(clone, M),  // threads (older glibc) and the teardown child
+    RULE(clone3, M),
+    RULE(set_robust_list, M),
+    RULE(rseq, M),
+    RULE(wait4, M),
+    RULE(waitid, M),
+    RULE(kill, M),
+    RULE(prctl, M),
+    RULE(seccomp, M),  // threads started later install their own filter
+    RULE(prlimit64, M),
+    RULE(sched_getaffinity, M),
+    RULE(sigaltstack, M),
+    RULE(uname, M),
+    RULE(sysinfo, M),
+    RULE(getuid, M),
+    RULE(geteuid, M),
+    RULE(getgid, M),
+    RULE(getegid, M),
+    RULE(setsid, M),
+    RULE(getppid, M),
+    RULE(mincore, M),
+    RULE(umask, M),
+    RULE(fchmod, M),
+    RULE(chmod, M),              // the control API socket is made 0600
+    RULE(fchmodat, M),
+};
+
+#undef RULE
+#undef RULE_IF
+
+}  // namespace
+
+const char* thread_role_name(ThreadRole role) {
+  switch (role) {
+    case ThreadRole::kMain:
+      return "main";
+    case ThreadRole::kEventLoop:
+      return "event-loop";
+    case ThreadRole::kVcpu:
+      return "vcpu";
+    case ThreadRole::kConsole:
+      return "console";
+  }
+  return "?";
+}
+
+std::span<const SyscallRule> seccomp_rules() {
+  return kRules;
+}
+
+}  // namespace carapace
