@@ -107,9 +107,8 @@ Result<uint64_t> write_guest_memory(int fd, const GuestMemory& memory) {
   uint64_t written = 0;
   uint64_t offset = 0;
   for (const auto& r : memory.regions()) {
-    const std::vector<bool> populated = r.mapping.anonymous_memory()
-                                            ? populated_pages(r.host_base(), r.size)
-                                            : std::vector<bool>{};
+    const std::vector<bool> populated =
+        r.mapping.anonymous_memory() ? populated_pages(r.host_base(), r.size) : std::vector<bool>{};
     written += TRY(write_region(fd, r.host_base(), r.size, offset, populated));
     offset += r.size;
   }

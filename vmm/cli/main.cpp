@@ -11,7 +11,6 @@
 #include "vmm/cli/agent_command.h"
 #include "vmm/cli/fork_command.h"
 #include "vmm/cli/jail_command.h"
-#include "vmm/security/seccomp.h"
 #include "vmm/cli/machine_control.h"
 #include "vmm/cli/restore_command.h"
 #include "vmm/cli/run_args.h"
@@ -19,6 +18,7 @@
 #include "vmm/machine/deferred_teardown.h"
 #include "vmm/machine/exit_status.h"
 #include "vmm/machine/machine.h"
+#include "vmm/security/seccomp.h"
 
 namespace {
 

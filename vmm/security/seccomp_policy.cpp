@@ -151,7 +151,7 @@ constexpr SyscallRule kRules[] = {
     RULE(mincore, M),
     RULE(umask, M),
     RULE(fchmod, M),
-    RULE(chmod, M),              // the control API socket is made 0600
+    RULE(chmod, M),  // the control API socket is made 0600
     RULE(fchmodat, M),
 };
 

@@ -114,9 +114,9 @@ class VsockStack {
   Virtqueue rx_, tx_, ev_;
   uint64_t offered = 0, features = 0;
   uint64_t guest_cid = 0;
-  uint64_t rst_received = 0;     // RSTs that named no connection of ours
-  uint64_t unknown_packets = 0;  // packets for no connection, not REQUESTs to a listening port
-  uint64_t rx_bad = 0;           // rx buffers completed with a bad length
+  uint64_t rst_received = 0;      // RSTs that named no connection of ours
+  uint64_t unknown_packets = 0;   // packets for no connection, not REQUESTs to a listening port
+  uint64_t rx_bad = 0;            // rx buffers completed with a bad length
   uint64_t transport_resets = 0;  // VIRTIO_VSOCK_EVENT_TRANSPORT_RESET events (after a restore)
 
  private:

@@ -22,15 +22,33 @@ constexpr ThreadRole kRoles[] = {ThreadRole::kMain, ThreadRole::kEventLoop, Thre
                                  ThreadRole::kConsole};
 
 TEST(SeccompPolicy, NoThreadMayTouchTheAttackSurface) {
-  const long forbidden[] = {SYS_execve,          SYS_execveat,      SYS_ptrace,
-                            SYS_process_vm_readv, SYS_process_vm_writev, SYS_mount,
-                            SYS_umount2,         SYS_pivot_root,    SYS_chroot,
-                            SYS_kexec_load,      SYS_init_module,   SYS_finit_module,
-                            SYS_delete_module,   SYS_bpf,           SYS_perf_event_open,
-                            SYS_keyctl,          SYS_add_key,       SYS_request_key,
-                            SYS_userfaultfd,     SYS_personality,   SYS_setuid,
-                            SYS_setgid,          SYS_unshare,       SYS_setns,
-                            SYS_reboot,          SYS_swapon,        SYS_iopl,
+  const long forbidden[] = {SYS_execve,
+                            SYS_execveat,
+                            SYS_ptrace,
+                            SYS_process_vm_readv,
+                            SYS_process_vm_writev,
+                            SYS_mount,
+                            SYS_umount2,
+                            SYS_pivot_root,
+                            SYS_chroot,
+                            SYS_kexec_load,
+                            SYS_init_module,
+                            SYS_finit_module,
+                            SYS_delete_module,
+                            SYS_bpf,
+                            SYS_perf_event_open,
+                            SYS_keyctl,
+                            SYS_add_key,
+                            SYS_request_key,
+                            SYS_userfaultfd,
+                            SYS_personality,
+                            SYS_setuid,
+                            SYS_setgid,
+                            SYS_unshare,
+                            SYS_setns,
+                            SYS_reboot,
+                            SYS_swapon,
+                            SYS_iopl,
                             SYS_ioperm};
   for (ThreadRole role : kRoles)
     for (long nr : forbidden)
@@ -38,9 +56,9 @@ TEST(SeccompPolicy, NoThreadMayTouchTheAttackSurface) {
 }
 
 TEST(SeccompPolicy, GuestFacingThreadsCannotOpenFilesOrSpawn) {
-  const long forbidden[] = {SYS_open, SYS_openat, SYS_clone,  SYS_clone3, SYS_fork,
-                            SYS_vfork, SYS_kill,  SYS_unlink, SYS_unlinkat, SYS_rename,
-                            SYS_bind, SYS_listen, SYS_memfd_create, SYS_prctl, SYS_seccomp};
+  const long forbidden[] = {SYS_open,  SYS_openat, SYS_clone,        SYS_clone3,   SYS_fork,
+                            SYS_vfork, SYS_kill,   SYS_unlink,       SYS_unlinkat, SYS_rename,
+                            SYS_bind,  SYS_listen, SYS_memfd_create, SYS_prctl,    SYS_seccomp};
   for (ThreadRole role : {ThreadRole::kVcpu, ThreadRole::kEventLoop, ThreadRole::kConsole})
     for (long nr : forbidden)
       EXPECT_FALSE(allowed(role, nr)) << thread_role_name(role) << " allows syscall " << nr;
@@ -62,8 +80,8 @@ TEST(SeccompPolicy, ArgumentChecksNarrowIoctlAndSocket) {
 }
 
 TEST(SeccompPolicy, EveryThreadCanWorkAndReportAViolation) {
-  const long needed[] = {SYS_write, SYS_futex, SYS_exit, SYS_rt_sigreturn, SYS_rt_sigaction,
-                         SYS_tgkill, SYS_gettid, SYS_getpid, SYS_mmap, SYS_munmap};
+  const long needed[] = {SYS_write,  SYS_futex,  SYS_exit,   SYS_rt_sigreturn, SYS_rt_sigaction,
+                         SYS_tgkill, SYS_gettid, SYS_getpid, SYS_mmap,         SYS_munmap};
   for (ThreadRole role : kRoles)
     for (long nr : needed)
       EXPECT_TRUE(allowed(role, nr)) << thread_role_name(role) << " lacks syscall " << nr;

@@ -19,16 +19,17 @@ constexpr size_t kFlushThreshold = 4096;
 
 ConsoleSink::ConsoleSink(int fd, bool owned, size_t capacity) : fd_(fd), capacity_(capacity) {
   if (owned) owned_fd_.reset(fd);
-  if (fd_ >= 0) writer_ = std::thread([this] {
-    // A console that cannot be filtered is not started: the guest's output would be written by an
-    // unconfined thread. The drop counter shows it.
-    Status s = apply_seccomp(ThreadRole::kConsole);
-    if (!s.ok()) {
-      LOG_ERROR("console: %s", s.error().describe().c_str());
-      return;
-    }
-    writer_loop();
-  });
+  if (fd_ >= 0)
+    writer_ = std::thread([this] {
+      // A console that cannot be filtered is not started: the guest's output would be written by an
+      // unconfined thread. The drop counter shows it.
+      Status s = apply_seccomp(ThreadRole::kConsole);
+      if (!s.ok()) {
+        LOG_ERROR("console: %s", s.error().describe().c_str());
+        return;
+      }
+      writer_loop();
+    });
 }
 
 ConsoleSink::~ConsoleSink() {
