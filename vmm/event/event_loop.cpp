@@ -61,8 +61,9 @@ Status EventLoop::run() {
 }
 
 void EventLoop::start_thread(std::function<bool()> on_start) {
-  thread_ = std::thread([this, on_start = std::move(on_start)] {
-    if (on_start && !on_start()) return;
+  on_start_ = std::move(on_start);
+  thread_ = std::thread([this] {
+    if (on_start_ && !on_start_()) return;
     auto s = run();
     if (!s.ok()) LOG_ERROR("event loop: %s", s.error().describe().c_str());
   });
@@ -73,6 +74,19 @@ void EventLoop::stop() {
   // A handler on the loop thread may call stop(): run() returns once the handler does, and the
   // thread is joined later from another thread (the destructor). Joining itself would throw.
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void EventLoop::pause_thread() {
+  if (!thread_.joinable() || thread_.get_id() == std::this_thread::get_id()) return;
+  stop();
+  paused_ = true;
+}
+
+void EventLoop::resume_thread() {
+  if (!paused_) return;
+  paused_ = false;
+  (void)stop_event_.read();  // consume the stop request, or the new thread would end at once
+  start_thread(std::move(on_start_));
 }
 
 }  // namespace carapace

@@ -35,6 +35,11 @@ class EventLoop {
   // Safe from any thread, handlers included; joins the loop thread if start_thread() was used,
   // unless called on that thread (the destructor joins it then).
   void stop();
+  // For a paused VM (snapshots): stops the loop thread after the handler in progress, so no
+  // device touches guest memory until resume_thread() starts it again with the same `on_start`.
+  // Both from a thread other than the loop's; no-ops when the loop is not running on its thread.
+  void pause_thread();
+  void resume_thread();
 
  private:
   EventLoop(UniqueFd epoll, EventFd stop_event)
@@ -45,6 +50,8 @@ class EventLoop {
   std::mutex mu_;
   std::unordered_map<int, std::shared_ptr<Handler>> handlers_;
   std::thread thread_;
+  std::function<bool()> on_start_;
+  bool paused_ = false;
 };
 
 }  // namespace carapace

@@ -303,6 +303,9 @@ Status Machine::pause() {
   }
   for (auto& vcpu : vcpus_)
     (void)vcpu.notify_paused();
+  // Device work stops too: a paused VM's RAM and rings must not change under a snapshot
+  // (network RX, vsock host data, timers). Block requests in flight are finished by its save().
+  if (event_loop_) event_loop_->pause_thread();
   paused_ = true;
   return {};
 }
@@ -311,6 +314,7 @@ void Machine::resume() {
   std::lock_guard<std::mutex> lock(pause_mu_);
   if (!paused_) return;
   paused_ = false;
+  if (event_loop_) event_loop_->resume_thread();
   control_.resume();
 }
 

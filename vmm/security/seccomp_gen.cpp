@@ -1,14 +1,16 @@
 // Build-time generator: writes every thread role's compiled seccomp program as C arrays, for
 // vmm/security/seccomp.cpp to install at run time.
-//   carapace_seccomp_gen OUTPUT.inc
+//   carapace_seccomp_gen OUTPUT.inc [--sanitizer-runtime]
 #include <cstdio>
+#include <string>
 
 #include "vmm/security/seccomp_compile.h"
 
 int main(int argc, char** argv) {
   using namespace carapace;
-  if (argc != 2) {
-    fprintf(stderr, "usage: carapace_seccomp_gen OUTPUT.inc\n");
+  const bool sanitizer = argc == 3 && std::string(argv[2]) == "--sanitizer-runtime";
+  if (argc != 2 && !sanitizer) {
+    fprintf(stderr, "usage: carapace_seccomp_gen OUTPUT.inc [--sanitizer-runtime]\n");
     return 2;
   }
   const std::string out_path = argv[1];
@@ -22,7 +24,7 @@ int main(int argc, char** argv) {
   const ThreadRole roles[] = {ThreadRole::kMain, ThreadRole::kEventLoop, ThreadRole::kVcpu,
                               ThreadRole::kConsole};
   for (ThreadRole role : roles) {
-    auto prog = compile_seccomp_filter(role);
+    auto prog = compile_seccomp_filter(role, sanitizer);
     if (!prog.ok()) {
       fprintf(stderr, "carapace_seccomp_gen: %s\n", prog.error().describe().c_str());
       fclose(out);

@@ -159,5 +159,39 @@ TEST(EventLoopTest, AddAndRemoveErrors) {
   EXPECT_FALSE((*loop)->remove(p.r.get()).ok());
 }
 
+// A paused VM's devices must not run (snapshots): no handler between pause_thread() and
+// resume_thread(), and the thread's start hook (its seccomp filter) runs again on resume.
+TEST(EventLoopTest, PausedLoopRunsNoHandlerUntilResumed) {
+  auto loop = EventLoop::create();
+  ASSERT_TRUE(loop.ok());
+  Pipe p;
+  std::atomic<int> calls{0}, starts{0};
+  ASSERT_TRUE((*loop)
+                  ->add(p.r.get(), EPOLLIN,
+                        [&](uint32_t) {
+                          p.drain();
+                          ++calls;
+                        })
+                  .ok());
+  (*loop)->start_thread([&] {
+    ++starts;
+    return true;
+  });
+  p.poke();
+  for (int i = 0; i < 1000 && calls.load() == 0; ++i)
+    std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(calls.load(), 1);
+  (*loop)->pause_thread();
+  p.poke();
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(calls.load(), 1) << "a handler ran while the loop was paused";
+  (*loop)->resume_thread();
+  for (int i = 0; i < 1000 && calls.load() == 1; ++i)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(calls.load(), 2) << "the event that arrived while paused was lost";
+  EXPECT_EQ(starts.load(), 2);
+  (*loop)->stop();
+}
+
 }  // namespace
 }  // namespace carapace
