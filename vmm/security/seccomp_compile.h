@@ -14,9 +14,9 @@ namespace carapace {
 
 // The program for `role`: architecture check (x86-64 only), then the role's rules; anything else
 // returns SECCOMP_RET_TRAP (the VMM's SIGSYS handler reports it and dies by SIGSYS).
-// `sanitizer_runtime`: also allow, for every role, what the ASan/UBSan runtime itself calls inside
-// any thread (pipe2 to probe memory, /proc reads, rlimits; LeakSanitizer's exit-time tracer
-// ptraces every thread); only sanitizer and fuzzing builds ask for it.
+// `sanitizer_runtime` (ASan/UBSan and fuzzing builds only): the runtimes make calls of their own
+// in every thread (LeakSanitizer even ptraces them all at exit), so there an unlisted call is
+// only logged (SECCOMP_RET_LOG); personality(2), the tests' probe, still traps.
 Result<std::vector<sock_filter>> compile_seccomp_filter(ThreadRole role,
                                                         bool sanitizer_runtime = false);
 
