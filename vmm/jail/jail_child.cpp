@@ -63,6 +63,11 @@ Status build_root(const JailChildPlan& plan) {
   // such detach waits for an RCU grace period). Device nodes live in it, so no MS_NODEV here;
   // it is made read-only once built.
   TRY_STATUS(do_mount("tmpfs", root, "tmpfs", MS_NOSUID, "mode=755,size=1m,nr_inodes=4096"));
+  // /tmp: private scratch space, charged to the jail's memory cgroup. Mounted before the binds,
+  // so files listed from the host's /tmp (a build tree there, say) appear on top of it.
+  TRY_STATUS(make_dirs(root + "/tmp", 0755));
+  TRY_STATUS(do_mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      "mode=1777,size=64m"));
   TRY_STATUS(bind_into(root, cfg.exec_file, cfg.exec_file, true));
   for (const RuntimeFile& f : plan.runtime) {
     bool covered = false;
@@ -79,10 +84,6 @@ Status build_root(const JailChildPlan& plan) {
   TRY_STATUS(make_node(root, "/dev/urandom", 0666, false, true, cfg));
   TRY_STATUS(make_node(root, "/dev/null", 0666, false, true, cfg));
   TRY_STATUS(make_node(root, "/dev/net/tun", 0600, true, false, cfg));
-  // /tmp: private scratch space, charged to the jail's memory cgroup.
-  TRY_STATUS(make_dirs(root + "/tmp", 0755));
-  TRY_STATUS(do_mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                      "mode=1777,size=64m"));
   // /run: the host's <jail>/run, so the host can reach sockets the VMM makes there.
   TRY_STATUS(make_dirs(root + "/run", 0755));
   TRY_STATUS(do_mount(cfg.run_dir(), root + "/run", nullptr, MS_BIND));

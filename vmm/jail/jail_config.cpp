@@ -179,8 +179,10 @@ Status check_jail_host_paths(const JailConfig& cfg) {
   if ((st.st_mode & 0111) == 0) return bad("--exec-file: not executable: " + cfg.exec_file);
   if (::stat(cfg.chroot_base.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
     return bad("--chroot-base: not a directory: " + cfg.chroot_base);
-  // The jail's own mount points, and the host trees no VMM needs.
-  static const char* const kReserved[] = {"/dev", "/tmp", "/run", "/proc", "/sys"};
+  // The jail's own mount points, and the host trees no VMM needs. Paths under /tmp may be bound
+  // (they are mounted on top of the jail's private /tmp); /tmp itself, or a tree holding it,
+  // may not.
+  static const char* const kReserved[] = {"/dev", "/run", "/proc", "/sys"};
   for (size_t i = 0; i < cfg.binds.size(); ++i) {
     const JailBind& b = cfg.binds[i];
     if (::stat(b.path.c_str(), &st) != 0)
@@ -190,6 +192,8 @@ Status check_jail_host_paths(const JailConfig& cfg) {
     for (const char* r : kReserved)
       if (path_within(b.path, r) || path_within(r, b.path))
         return bad("--bind: " + b.path + " overlaps the jail's " + r);
+    if (path_within("/tmp", b.path))
+      return bad("--bind: " + b.path + " would hide the jail's private /tmp");
     if (path_within(cfg.exec_file, b.path) || path_within(b.path, cfg.exec_file))
       return bad("--bind: " + b.path + " overlaps --exec-file");
     if (path_within(cfg.chroot_base, b.path) || path_within(b.path, cfg.chroot_base))

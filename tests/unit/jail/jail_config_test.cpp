@@ -188,3 +188,32 @@ TEST(JailFs, RemoveTreeDoesNotFollowLinks) {
 
 }  // namespace
 }  // namespace carapace
+
+namespace carapace {
+namespace {
+
+// A build tree under the host's /tmp can be bound (it is mounted over the jail's private /tmp);
+// /tmp itself or a tree holding it cannot (SECURITY-CHECKS 28).
+TEST(JailArgs, BindsUnderTmpAreAllowedButNotTmpItself) {
+  const std::string dir = ::testing::TempDir() + "jail-bind-under-tmp";
+  mkdir(dir.c_str(), 0755);
+  auto with_bind = [&](const std::string& path) {
+    auto args = base_args();
+    args[3] = "/bin/true";
+    args.push_back("--bind");
+    args.push_back(path);
+    auto cfg = parse_jail_args(args);
+    if (!cfg.ok()) return Status(cfg.take_error());  // refused while parsing: fine too
+    return check_jail_host_paths(*cfg);
+  };
+  if (dir.rfind("/tmp/", 0) == 0) {
+    Status s = with_bind(dir);
+    EXPECT_TRUE(s.ok()) << s.error().describe();
+  }
+  EXPECT_FALSE(with_bind("/tmp").ok());
+  EXPECT_FALSE(with_bind("/").ok());
+  EXPECT_FALSE(with_bind("/proc").ok());
+}
+
+}  // namespace
+}  // namespace carapace
