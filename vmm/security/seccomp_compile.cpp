@@ -32,11 +32,11 @@ Result<std::vector<sock_filter>> compile_seccomp_filter(ThreadRole role, bool sa
         break;
       case ArgCheck::kKvmIoctl:
         rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, static_cast<int>(r.nr), 1,
-                              SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, 0xae00));
+                              scmp_arg_cmp{1, SCMP_CMP_MASKED_EQ, 0xff00, 0xae00});
         break;
       case ArgCheck::kUnixSocket:
         rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, static_cast<int>(r.nr), 1,
-                              SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+                              scmp_arg_cmp{0, SCMP_CMP_EQ, AF_UNIX, 0});
         break;
     }
     if (rc != 0)
