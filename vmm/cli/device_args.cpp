@@ -223,4 +223,32 @@ Result<VsockDeviceConfig> parse_vsock_arg(const std::string& spec) {
   return cfg;
 }
 
+Result<bool> parse_device_flag(const std::string& flag,
+                               const std::function<Result<std::string>()>& value,
+                               DeviceConfigs& devices) {
+  auto bad = [](const std::string& m) { return as_invalid_input(make_error(m)); };
+  if (flag == "--drive") {
+    devices.drives.push_back(TRY(parse_drive_arg(TRY(value()))));
+  } else if (flag == "--net") {
+    devices.nets.push_back(TRY(parse_net_arg(TRY(value()))));
+  } else if (flag == "--vsock") {
+    if (devices.vsock) return bad("--vsock: only one vsock device per VM");
+    devices.vsock = TRY(parse_vsock_arg(TRY(value())));
+  } else if (flag == "--rng") {
+    if (devices.rng) return bad("--rng: given twice");
+    devices.rng = RngDeviceConfig{};
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Status check_no_seccomp_allowed() {
+  const char* allow = getenv("CARAPACE_ALLOW_NO_SECCOMP");
+  if (allow == nullptr || std::string(allow) != "1")
+    return as_invalid_input(
+        make_error("--no-seccomp is for debugging and needs CARAPACE_ALLOW_NO_SECCOMP=1"));
+  return {};
+}
+
 }  // namespace carapace

@@ -3,6 +3,8 @@
 // bad input is unit tested.
 #pragma once
 
+#include <functional>
+
 #include <string>
 
 #include "vmm/base/result.h"
@@ -18,6 +20,15 @@ Result<BlockDeviceConfig> parse_drive_arg(const std::string& spec);
 Result<NetDeviceConfig> parse_net_arg(const std::string& spec);
 // cid=N,uds=PATH
 Result<VsockDeviceConfig> parse_vsock_arg(const std::string& spec);
+
+// The device flags `run` and `restore` share (--drive, --net, --vsock, --rng): if `flag` is one,
+// parses it into `devices` (taking its value from `value()` when it has one) and returns true.
+Result<bool> parse_device_flag(const std::string& flag,
+                               const std::function<Result<std::string>()>& value,
+                               DeviceConfigs& devices);
+
+// --no-seccomp is for debugging: refused unless CARAPACE_ALLOW_NO_SECCOMP=1 (issue 7 §2).
+Status check_no_seccomp_allowed();
 // CIDR:PROTO:PORT, e.g. 10.0.0.0/8:tcp:443, 2001:db8::/32:udp:53, 0.0.0.0/0:icmp:any
 Result<EgressRule> parse_egress_rule(const std::string& text);
 

@@ -98,16 +98,8 @@ Result<RestoreArgs> parse_restore_args(const std::vector<std::string>& args) {
       out.clones = static_cast<uint32_t>(n);
     } else if (flag == "--console") {
       TRY_STATUS(parse_console_arg(TRY(value()), m.console));
-    } else if (flag == "--drive") {
-      m.devices.drives.push_back(TRY(parse_drive_arg(TRY(value()))));
-    } else if (flag == "--net") {
-      m.devices.nets.push_back(TRY(parse_net_arg(TRY(value()))));
-    } else if (flag == "--vsock") {
-      if (m.devices.vsock) return bad("--vsock: only one vsock device per VM");
-      m.devices.vsock = TRY(parse_vsock_arg(TRY(value())));
-    } else if (flag == "--rng") {
-      if (m.devices.rng) return bad("--rng: given twice");
-      m.devices.rng = RngDeviceConfig{};
+    } else if (TRY(parse_device_flag(flag, value, m.devices))) {
+      // --drive, --net, --vsock, --rng
     } else if (flag == "--timeout") {
       m.timeout_seconds = TRY(parse_seconds(flag, TRY(value())));
     } else if (flag == "--teardown") {
@@ -124,9 +116,7 @@ Result<RestoreArgs> parse_restore_args(const std::vector<std::string>& args) {
       out.agent_token_out = TRY(value());
       if (out.agent_token_out.empty()) return bad("--agent-token-out: empty path");
     } else if (flag == "--no-seccomp") {
-      const char* allow = getenv("CARAPACE_ALLOW_NO_SECCOMP");
-      if (allow == nullptr || std::string(allow) != "1")
-        return bad("--no-seccomp is for debugging and needs CARAPACE_ALLOW_NO_SECCOMP=1");
+      TRY_STATUS(check_no_seccomp_allowed());
       out.seccomp = false;
     } else {
       return bad("unknown option '" + flag + "' (see carapace restore --help)");

@@ -134,16 +134,8 @@ Result<RunArgs> parse_run_args(const std::vector<std::string>& args) {
         return bad("--boot: expected elf or pvh, got '" + v + "'");
     } else if (flag == "--console") {
       TRY_STATUS(parse_console_arg(TRY(value()), m.console));
-    } else if (flag == "--drive") {
-      m.devices.drives.push_back(TRY(parse_drive_arg(TRY(value()))));
-    } else if (flag == "--net") {
-      m.devices.nets.push_back(TRY(parse_net_arg(TRY(value()))));
-    } else if (flag == "--vsock") {
-      if (m.devices.vsock) return bad("--vsock: only one vsock device per VM");
-      m.devices.vsock = TRY(parse_vsock_arg(TRY(value())));
-    } else if (flag == "--rng") {
-      if (m.devices.rng) return bad("--rng: given twice");
-      m.devices.rng = RngDeviceConfig{};
+    } else if (TRY(parse_device_flag(flag, value, m.devices))) {
+      // --drive, --net, --vsock, --rng
     } else if (flag == "--console-input") {
       m.console.input = true;
     } else if (flag == "--timeout") {
@@ -152,9 +144,7 @@ Result<RunArgs> parse_run_args(const std::vector<std::string>& args) {
       out.deferred_teardown = TRY(parse_teardown(TRY(value())));
     } else if (flag == "--no-seccomp") {
       // Debugging only: refused unless the environment says so explicitly (issue 7 §2).
-      const char* allow = getenv("CARAPACE_ALLOW_NO_SECCOMP");
-      if (allow == nullptr || std::string(allow) != "1")
-        return bad("--no-seccomp is for debugging and needs CARAPACE_ALLOW_NO_SECCOMP=1");
+      TRY_STATUS(check_no_seccomp_allowed());
       out.seccomp = false;
     } else if (flag == "--api-sock") {
       out.api_sock = TRY(value());
