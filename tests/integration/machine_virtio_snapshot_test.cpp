@@ -4,10 +4,8 @@
 // vsock socket) must accept a host connection and echo through the restored queues. An rng
 // device the guest never drives travels too (a blob for an untouched transport). A clone whose
 // devices do not match the snapshot is refused before it runs (SECURITY-CHECKS 22).
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -17,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "snapshot/memory_image.h"
 #include "tests/integration/testguest_harness.h"
 #include "vmm/base/unique_fd.h"
 #include "vmm/machine/machine.h"
@@ -44,26 +43,11 @@ MachineConfig vsock_config(const std::string& dir, const std::string& name, uint
   return c;
 }
 
-UniqueFd copy_ram(const GuestMemory& mem) {
-  UniqueFd fd(memfd_create("carapace-test-ram", MFD_CLOEXEC));
-  uint64_t offset = 0;
-  for (const auto& r : mem.regions()) {
-    EXPECT_EQ(pwrite(fd.get(), r.host_base(), r.size, offset), static_cast<ssize_t>(r.size));
-    offset += r.size;
-  }
-  return fd;
-}
-
-GuestMemory map_private(int fd, const std::vector<RegionSpec>& layout) {
-  std::vector<GuestRegion> regions;
-  uint64_t offset = 0;
-  for (const auto& spec : layout) {
-    auto map = MmapRegion::from_fd(fd, spec.size, PROT_READ | PROT_WRITE, MAP_PRIVATE, offset);
-    EXPECT_TRUE(map.ok());
-    regions.push_back(GuestRegion{spec.start, spec.size, std::move(map).value()});
-    offset += spec.size;
-  }
-  return std::move(GuestMemory::from_regions(std::move(regions))).value();
+// The paused VM's RAM as a sealed memfd (memory_image_in_memfd), mapped MAP_PRIVATE per clone.
+GuestMemory map_private(const MemoryImage& image) {
+  auto mem = map_guest_memory_private(image);
+  EXPECT_TRUE(mem.ok()) << mem.error().describe();
+  return std::move(mem).value();
 }
 
 bool wait_for_console(const std::string& path, const std::string& text, int seconds) {
@@ -110,7 +94,7 @@ std::string read_line(int fd, int timeout_ms) {
 
 struct Captured {
   MachineState state;
-  UniqueFd ram;
+  MemoryImage ram;
 };
 
 // Boots the vsock scenario, pauses it once the guest listens, captures it and ends it.
@@ -123,7 +107,9 @@ void capture_listening_guest(const std::string& dir, Captured* out) {
   ASSERT_TRUE((*parent)->pause().ok());
   auto state = (*parent)->capture_state();
   ASSERT_TRUE(state.ok()) << state.error().describe();
-  out->ram = copy_ram((*parent)->memory());
+  auto ram = memory_image_in_memfd((*parent)->memory(), "carapace-test-ram");
+  EXPECT_TRUE(ram.ok()) << ram.error().describe();
+  if (ram.ok()) out->ram = std::move(ram).value();
   out->state = std::move(state).value();
   (*parent)->resume();
   (*parent)->stop(VmOutcome::kHostError, "test: parent no longer needed");
@@ -146,8 +132,7 @@ TEST(MachineVirtioSnapshotKvm, RestoredVsockGuestAcceptsAndEchoes) {
     // TRANSPORT_RESET the restored device sends (it re-reads the config, as Linux does); a
     // packet with the parent's CID would be refused as spoofed (SECURITY-CHECKS 17).
     const uint32_t cid = 10 + static_cast<uint32_t>(i);
-    auto clone = Machine::restore(vsock_config(dir, name, cid), cap.state,
-                                  map_private(cap.ram.get(), cap.state.ram));
+    auto clone = Machine::restore(vsock_config(dir, name, cid), cap.state, map_private(cap.ram));
     ASSERT_TRUE(clone.ok()) << clone.error().describe();
     (*clone)->start();
     // Let the guest take the TRANSPORT_RESET first: a driver that drops its connections on it
@@ -179,15 +164,14 @@ TEST(MachineVirtioSnapshotKvm, SecurityCheck22_CloneWithOtherDevicesIsRefusedBef
 
   MachineConfig no_rng = vsock_config(dir, "norng");  // one device fewer than the snapshot
   no_rng.devices.rng.reset();
-  auto a = Machine::restore(no_rng, cap.state, map_private(cap.ram.get(), cap.state.ram));
+  auto a = Machine::restore(no_rng, cap.state, map_private(cap.ram));
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.error().kind, ErrorKind::kInvalidInput) << a.error().describe();
 
   // The device types swapped between slots (SECURITY-CHECKS 22).
   MachineState swapped = cap.state;
   std::swap(swapped.virtio[0].bytes, swapped.virtio[1].bytes);
-  auto b = Machine::restore(vsock_config(dir, "swapped"), swapped,
-                            map_private(cap.ram.get(), cap.state.ram));
+  auto b = Machine::restore(vsock_config(dir, "swapped"), swapped, map_private(cap.ram));
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().message.find("device"), std::string::npos) << b.error().describe();
 
@@ -197,8 +181,7 @@ TEST(MachineVirtioSnapshotKvm, SecurityCheck22_CloneWithOtherDevicesIsRefusedBef
   ASSERT_GT(bytes.size(), 54u);
   const uint64_t far = 64ull << 30;  // descriptor table of queue 0 at 64 GiB
   std::memcpy(bytes.data() + 46, &far, 8);
-  auto c = Machine::restore(vsock_config(dir, "outside"), outside,
-                            map_private(cap.ram.get(), cap.state.ram));
+  auto c = Machine::restore(vsock_config(dir, "outside"), outside, map_private(cap.ram));
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.error().message.find("outside guest RAM"), std::string::npos) << c.error().describe();
 }
