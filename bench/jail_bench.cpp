@@ -2,20 +2,29 @@
 // each with plain `carapace run` (default deferred teardown, and `--teardown sync`), with
 // `carapace jail -- run` (new network namespace, the default), with `carapace jail --netns
 // none -- run` and with `--cgroup-version 2` (no limits, no v1 migration), interleaved so all see
-// the same host conditions, and prints the medians of exec → exit side by side. Needs root.
+// the same host conditions, and prints the medians of exec → exit side by side. In the same run,
+// the process isolation back end (`carapace run --isolation process`, issue 7 §3): sandbox create
+// → the agent's first `ping` answered with its token, and stop (SIGTERM) → everything removed.
+// Needs root.
 //
 //   build/bench/jail_bench [--runs N] [--carapace PATH] [--guest PATH] [--chroot-base DIR]
+//                          [--rootfs IMG] [--agent PATH]
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/integration/process_runner.h"
+#include "vmm/api/agent_client.h"
 
 namespace {
 
@@ -47,6 +56,44 @@ double percentile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
 }
 
+// One process-isolation sandbox: exec → agent ping answered (with the token), then SIGTERM →
+// the supervisor's exit (jail, cgroups and socket removed). False on failure, with `err` set.
+bool process_sandbox_once(const std::string& carapace, const std::string& rootfs,
+                          const std::string& agent, const std::string& dir, double* create_ms,
+                          double* stop_ms, std::string* err) {
+  using Clock = std::chrono::steady_clock;
+  const std::string sock = dir + "/agent.sock", token_file = dir + "/token";
+  const char kToken[] = "be0c4";
+  {
+    std::ofstream t(token_file);
+    t << kToken;
+  }
+  chmod(token_file.c_str(), 0600);
+  const auto t0 = Clock::now();
+  carapace::testing::RunningProcess proc(
+      {carapace,       "run",          "--isolation", "process",    "--rootfs",
+       rootfs,         "--agent-sock", sock,          "--id",       "bench-process",
+       "--token-file", token_file,     "--agent",     agent,        "--chroot-base",
+       dir + "/jails", "--mem-limit",  "512",         "--pids-max", "64"});
+  bool up = false;
+  while (!up && Clock::now() - t0 < std::chrono::seconds(30)) {
+    if (auto c = carapace::AgentClient::connect_unix(sock); c.ok()) {
+      c->set_token(kToken);
+      auto p = c->ping();
+      up = p.ok() && p->token_set;
+    }
+    if (!up) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  *create_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  const auto t1 = Clock::now();
+  if (proc.started()) kill(proc.pid(), SIGTERM);
+  auto res = proc.finish(std::chrono::seconds(30));
+  *stop_ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
+  unlink(token_file.c_str());
+  if (!up) *err = "agent never answered: " + res.err;
+  return up;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,6 +101,8 @@ int main(int argc, char** argv) {
   std::string carapace = default_path(argv[0], "carapace");
   std::string guest = default_path(argv[0], "guest/testguest");
   std::string base = "/tmp/carapace-jail-bench";
+  std::string rootfs = default_path(argv[0], "guest/rootfs.ext4");
+  std::string agent = default_path(argv[0], "guest/carapace-agent");
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -69,6 +118,10 @@ int main(int argc, char** argv) {
       guest = absolute(v);
     } else if (a == "--chroot-base") {
       base = v;
+    } else if (a == "--rootfs") {
+      rootfs = absolute(v);
+    } else if (a == "--agent") {
+      agent = absolute(v);
     } else {
       fprintf(stderr, "jail_bench: unknown flag %s\n", a.c_str());
       return 2;
@@ -98,7 +151,20 @@ int main(int argc, char** argv) {
   variants[4].prefix.insert(variants[4].prefix.end(), {"--cgroup-version", "2", "--"});
   const std::vector<std::string> run = {"run", "--kernel", guest, "--cmdline",
                                         "testguest.run=boot-info"};
+  // The process back end: no VM; its sandbox is up when the agent answers.
+  const std::string process_dir = base + "-process";
+  mkdir(process_dir.c_str(), 0700);
+  Variant process_create{"process: create->ping", {}, {}, 0};
+  Variant process_stop{"process: stop->clean", {}, {}, 0};
   for (int r = 0; r < runs; ++r) {
+    double create_ms = 0, stop_ms = 0;
+    std::string err;
+    if (process_sandbox_once(carapace, rootfs, agent, process_dir, &create_ms, &stop_ms, &err)) {
+      process_create.ms.push_back(create_ms);
+      process_stop.ms.push_back(stop_ms);
+    } else if (process_create.failures++ == 0) {
+      fprintf(stderr, "jail_bench: process sandbox failed: %s\n", err.c_str());
+    }
     for (Variant& v : variants) {
       std::vector<std::string> cmd = v.prefix;
       cmd.insert(cmd.end(), run.begin(), run.end());
@@ -114,9 +180,13 @@ int main(int argc, char** argv) {
     }
   }
   printf("boot-info, exec -> exit, %d runs each (ms)\n", runs);
-  printf("%-20s %8s %8s %8s %8s\n", "", "median", "p10", "p90", "failed");
+  printf("%-22s %8s %8s %8s %8s\n", "", "median", "p10", "p90", "failed");
+  variants.push_back(std::move(process_create));
+  variants.push_back(std::move(process_stop));
+  rmdir((process_dir + "/jails").c_str());
+  rmdir(process_dir.c_str());
   for (const Variant& v : variants)
-    printf("%-20s %8.2f %8.2f %8.2f %8d\n", v.name, percentile(v.ms, 0.5), percentile(v.ms, 0.1),
+    printf("%-22s %8.2f %8.2f %8.2f %8d\n", v.name, percentile(v.ms, 0.5), percentile(v.ms, 0.1),
            percentile(v.ms, 0.9), v.failures);
   double plain = percentile(variants[0].ms, 0.5);
   if (plain > 0)

@@ -1,11 +1,14 @@
 // carapace-agent: the guest agent. As the guest's PID 1 it sets up the root file system
 // (early_boot.h), then serves the protocol in PROTOCOL.md on AF_VSOCK port 52. Started any other
 // way (host tests) it only serves, on vsock or on a Unix socket (--listen unix:PATH).
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -53,6 +56,42 @@ std::string boot_token(const KernelCmdline& cmdline) {
   return {};
 }
 
+// --token-fd: the token is read from the descriptor to its end (the sender closes its side),
+// and the descriptor closed. The process is then made non-dumpable, so a sandboxed process of
+// the same uid cannot read the token out of /proc/<agent>/mem (children that exec are dumpable
+// again, as usual).
+Status read_token_fd(AgentOptions* opts) {
+  std::string t;
+  char buf[256];
+  for (;;) {
+    ssize_t n = ::read(opts->token_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error("--token-fd: read");
+    if (n == 0) break;
+    t.append(buf, static_cast<size_t>(n));
+    if (t.size() > kMaxTokenChars + 2) return make_error("--token-fd: token too long");
+  }
+  ::close(opts->token_fd);
+  opts->token_fd = -1;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' '))
+    t.pop_back();
+  if (!valid_token(t))
+    return make_error("--token-fd: expected 1.." + std::to_string(kMaxTokenChars) + " hex digits");
+  opts->token = std::move(t);
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return sys_error("PR_SET_DUMPABLE");
+  return ok_status();
+}
+
+// --listen fd:N: must be a listening stream socket.
+Result<UniqueFd> inherited_listener(int fd) {
+  int listening = 0;
+  socklen_t len = sizeof listening;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening)
+    return make_error("--listen fd:" + std::to_string(fd) + " is not a listening socket");
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // exec'd commands must not inherit it
+  return UniqueFd(fd);
+}
+
 int run(AgentOptions opts, bool pid1, const std::string& selftest) {
   auto root = SandboxRoot::open(opts.root);
   if (!root.ok()) fatal(pid1, root.error());
@@ -63,9 +102,12 @@ int run(AgentOptions opts, bool pid1, const std::string& selftest) {
   if (opts.token.empty()) console_line("no token configured: only ping is answered");
 
   auto listener = opts.listen == AgentOptions::Listen::kUnix ? listen_unix(opts.unix_path)
+                  : opts.listen == AgentOptions::Listen::kFd ? inherited_listener(opts.listen_fd)
                                                              : listen_vsock(opts.vsock_port);
   if (!listener.ok()) fatal(pid1, listener.error());
-  if (opts.listen == AgentOptions::Listen::kUnix)
+  if (opts.listen == AgentOptions::Listen::kFd)
+    console_line("listening on fd %d, root %s", opts.listen_fd, ctx.root.path().c_str());
+  else if (opts.listen == AgentOptions::Listen::kUnix)
     console_line("listening on unix:%s, root %s", opts.unix_path.c_str(), ctx.root.path().c_str());
   else
     console_line("listening on vsock port %u, root %s", opts.vsock_port, ctx.root.path().c_str());
@@ -110,6 +152,12 @@ int main(int argc, char** argv) {
   if (opts->help) {
     fputs(kAgentUsage, stdout);
     return 0;
+  }
+  if (opts->token_fd >= 0) {
+    if (carapace::Status s = read_token_fd(&*opts); !s.ok()) {
+      fprintf(stderr, "carapace-agent: error: %s\n", s.error().describe().c_str());
+      return 2;
+    }
   }
   ensure_std_fds();
   // Orphans of exec'd processes come to the agent, whose reaper collects them, as under PID 1.

@@ -6,7 +6,9 @@
 namespace carapace::agent {
 
 const char kAgentUsage[] =
-    "usage: carapace-agent [--listen vsock[:PORT] | --listen unix:PATH] [--token HEX]\n"
+    "usage: carapace-agent [--listen vsock[:PORT] | --listen unix:PATH | --listen fd:N] [--token "
+    "HEX | --token-fd "
+    "N]\n"
     "                      [--root DIR] [--max-file-bytes N] [--max-connections N]\n"
     "As PID 1 of a guest it sets up the root file system first and reads carapace.token= and\n"
     "carapace.selftest= from the kernel command line (see guest/agent/README.md).\n";
@@ -41,7 +43,14 @@ Status parse_listen(std::string_view spec, AgentOptions* o) {
     o->unix_path = std::string(spec.substr(5));
     return {};
   }
-  return bad("--listen: expected vsock, vsock:PORT or unix:PATH, got '" + std::string(spec) + "'");
+  if (spec.starts_with("fd:")) {
+    o->listen = AgentOptions::Listen::kFd;
+    o->listen_fd = static_cast<int>(TRY(parse_number("--listen", spec.substr(3), 1023)));
+    if (o->listen_fd < 3) return bad("--listen fd:N: N must be 3 or above");
+    return {};
+  }
+  return bad("--listen: expected vsock, vsock:PORT, unix:PATH or fd:N, got '" + std::string(spec) +
+             "'");
 }
 
 }  // namespace
@@ -78,6 +87,9 @@ Result<AgentOptions> parse_agent_args(const std::vector<std::string>& args) {
       if (!valid_token(v))
         return bad("--token: expected 1.." + std::to_string(kMaxTokenChars) + " hex digits");
       o.token = v;
+    } else if (a == "--token-fd") {
+      o.token_fd = static_cast<int>(TRY(parse_number(a, v, 1023)));
+      if (o.token_fd < 3) return bad("--token-fd: must be 3 or above (not stdin/out/err)");
     } else if (a == "--root") {
       if (v.empty() || v.front() != '/') return bad("--root: expected an absolute path");
       o.root = v;
@@ -90,6 +102,7 @@ Result<AgentOptions> parse_agent_args(const std::vector<std::string>& args) {
       return bad("unknown flag '" + a + "'");
     }
   }
+  if (!o.token.empty() && o.token_fd >= 0) return bad("--token and --token-fd exclude each other");
   return o;
 }
 

@@ -13,11 +13,17 @@
 namespace carapace::agent {
 
 struct AgentOptions {
-  enum class Listen { kVsock, kUnix };
+  enum class Listen { kVsock, kUnix, kFd };
   Listen listen = Listen::kVsock;
   uint32_t vsock_port = kAgentVsockPort;
   std::string unix_path;
+  // --listen fd:N: an inherited socket, already bound and listening (the process isolation back
+  // end binds it where the sandbox cannot replace it).
+  int listen_fd = -1;
   std::string token;  // empty: none given
+  // --token-fd: the token is read from this inherited descriptor (a pipe) at start, which is then
+  // closed; a sandboxed process can read neither it nor a command line. -1: none.
+  int token_fd = -1;
   // The sandbox root: file operations and exec working directories are confined to it.
   std::string root = "/work";
   uint64_t max_file_bytes = kDefaultMaxFileBytes;
@@ -25,7 +31,8 @@ struct AgentOptions {
   bool help = false;
 };
 
-// --listen vsock[:PORT] | unix:PATH, --token HEX, --root DIR, --max-file-bytes N,
+// --listen vsock[:PORT] | unix:PATH | fd:N, --token HEX, --token-fd N, --root DIR, --max-file-bytes
+// N,
 // --max-connections N, --help.
 Result<AgentOptions> parse_agent_args(const std::vector<std::string>& args);
 

@@ -30,7 +30,7 @@
 
 // RFLAGS for CPL3: IOPL 3, reserved bit 1, IF clear. IOPL 3 lets CPL3 code use in/out (and cli/sti)
 // on hardware virtualization; a host that runs guest CPL3 in its own ring 3 (PVM) silently drops
-// it, so the BSP's TSS also carries an I/O permission bitmap allowing ports 0..0x3ff, and
+// it, so the BSP's TSS also carries an I/O permission bitmap allowing ports 0..0x507, and
 // interrupts are switched on and off through the CPL0 gate rather than with sti/cli.
 #define USER_RFLAGS 0x3002
 

@@ -52,7 +52,8 @@ bsp_tss:
   .fill 11, 8, 0                  // RSP1, RSP2, reserved, IST1-7, reserved
   .word 0
   .word TSS_SIZE                  // the I/O permission bitmap follows (see USER_RFLAGS)
-  .fill 0x400 / 8, 1, 0           // ports 0..0x3ff allowed at CPL3 whatever the IOPL
+  .fill 0x508 / 8, 1, 0           // ports 0..0x507 allowed at CPL3 whatever the IOPL (0x505:
+                                  // the pvpanic port of the panic scenario)
   .byte 0xff                      // terminator: the CPU reads two bytes per check
 bsp_tss_end:
 

@@ -21,6 +21,8 @@ ScenarioResult run_memory(const BootInfo& boot);
 ScenarioResult run_timer(const BootInfo& boot);
 ScenarioResult run_smp(const BootInfo& boot);
 ScenarioResult run_fault(const BootInfo& boot);
+ScenarioResult run_panic(const BootInfo& boot);
+ScenarioResult run_serial_flood(const BootInfo& boot);
 // Snapshot scenarios.
 ScenarioResult run_counter(const BootInfo& boot);
 ScenarioResult run_idle(const BootInfo& boot);

@@ -8,10 +8,12 @@ namespace {
 constexpr Scenario kScenarios[] = {
     {"boot-info", run_boot_info},
     {"serial", run_serial},
+    {"serial-flood", run_serial_flood},
     {"memory", run_memory},
     {"timer", run_timer},
     {"smp", run_smp},
     {"fault", run_fault},
+    {"panic", run_panic},
     {"rng", run_rng},
     {"blk", run_blk},
     {"net", run_net},

@@ -33,6 +33,36 @@ TEST(AgentOptionsTest, ParsesEveryFlag) {
   EXPECT_EQ(parse_agent_args({})->vsock_port, kAgentVsockPort);
 }
 
+TEST(AgentOptionsTest, ListenFd) {
+  auto o = parse_agent_args({"--listen", "fd:4"});
+  ASSERT_TRUE(o.ok()) << o.error().describe();
+  EXPECT_EQ(o->listen, AgentOptions::Listen::kFd);
+  EXPECT_EQ(o->listen_fd, 4);
+  EXPECT_FALSE(parse_agent_args({"--listen", "fd:2"}).ok());
+  EXPECT_FALSE(parse_agent_args({"--listen", "fd:"}).ok());
+  EXPECT_FALSE(parse_agent_args({"--listen", "fd:x"}).ok());
+}
+
+TEST(AgentOptionsTest, TokenFd) {
+  auto o = parse_agent_args({"--listen", "unix:/tmp/s", "--token-fd", "3"});
+  ASSERT_TRUE(o.ok()) << o.error().describe();
+  EXPECT_EQ(o->token_fd, 3);
+  EXPECT_TRUE(o->token.empty());
+  EXPECT_EQ(parse_agent_args({})->token_fd, -1);
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"--token-fd", "0"},
+                                             {"--token-fd", "2"},
+                                             {"--token-fd", "x"},
+                                             {"--token-fd", "5000"},
+                                             {"--token", "ab", "--token-fd", "3"}}) {
+    auto r = parse_agent_args(args);
+    EXPECT_FALSE(r.ok()) << args[1];
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().kind, ErrorKind::kInvalidInput);
+    }
+  }
+}
+
 TEST(AgentOptionsTest, RefusesBadFlags) {
   for (const auto& args : std::vector<std::vector<std::string>>{{"--listen", "tcp:1"},
                                                                 {"--listen", "unix:"},

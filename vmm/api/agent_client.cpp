@@ -21,9 +21,6 @@ using nlohmann::json;
 
 namespace {
 
-// How long the hybrid-vsock handshake may take.
-constexpr int kHandshakeTimeoutMs = 5000;
-
 // Exec ids double as kill targets, so clients of one agent should not collide: each client
 // starts at a random point of a 2^48 space (JSON-safe integers).
 uint64_t random_first_id() {
@@ -92,14 +89,15 @@ Result<AgentClient> AgentClient::connect_unix(const std::string& path) {
   return AgentClient(TRY(connect_path(path)));
 }
 
-Result<AgentClient> AgentClient::connect_vsock_uds(const std::string& path, uint32_t port) {
+Result<AgentClient> AgentClient::connect_vsock_uds(const std::string& path, uint32_t port,
+                                                   int handshake_timeout_ms) {
   UniqueFd fd = TRY(connect_path(path));
   TRY_STATUS(agent::send_all(fd.get(), "CONNECT " + std::to_string(port) + "\n"));
   // Byte by byte up to the newline: what follows it is already the agent's stream.
   std::string line;
   while (line.size() < 64) {
     pollfd p{fd.get(), POLLIN, 0};
-    int r = ::poll(&p, 1, kHandshakeTimeoutMs);
+    int r = ::poll(&p, 1, handshake_timeout_ms);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return make_error("vsock handshake with " + path + ": no answer");
     char c;

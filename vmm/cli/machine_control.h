@@ -21,6 +21,7 @@ class MachineControl : public VmControl {
   Status resume() override;
   Result<nlohmann::json> snapshot(const std::string& dir, bool resume_after) override;
   Result<nlohmann::json> fork(uint32_t clones) override;
+  std::map<std::string, uint64_t> counters() const override { return m_.counters(); }
   // Waits for every forked child to end (they run on after the parent); logs how each ended.
   void wait_children();
 

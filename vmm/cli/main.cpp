@@ -12,8 +12,13 @@
 #include "vmm/cli/fork_command.h"
 #include "vmm/cli/jail_command.h"
 #include "vmm/cli/machine_control.h"
+#include "vmm/cli/mcp_command.h"
+#include "vmm/cli/process_run_args.h"
+#include "vmm/cli/process_run_command.h"
 #include "vmm/cli/restore_command.h"
 #include "vmm/cli/run_args.h"
+#include "vmm/cli/sandbox_command.h"
+#include "vmm/cli/serve_command.h"
 #include "vmm/cli/snapshot_command.h"
 #include "vmm/machine/deferred_teardown.h"
 #include "vmm/machine/exit_status.h"
@@ -34,6 +39,10 @@ constexpr char kUsage[] =
     "  fork      fork a running VM into children (carapace fork --help)\n"
     "  agent     send a request to a sandbox's guest agent (carapace agent --help)\n"
     "  jail      run carapace jailed: namespaces, cgroups, no privileges (carapace jail --help)\n"
+    "  sandbox   use the sandbox daemon: templates, sandboxes, exec, files (carapace sandbox "
+    "--help)\n"
+    "  mcp       an MCP server on stdio for one sandbox (carapace mcp --help)\n"
+    "  serve     the sandbox daemon: REST API on a Unix socket (carapace serve --help)\n"
     "  version   print the version\n"
     "  --help    this text\n";
 
@@ -42,8 +51,12 @@ int fail_usage(const std::string& msg) {
   return carapace::kExitUsage;
 }
 
-int cmd_run(const std::vector<std::string>& args) {
+int cmd_run(std::vector<std::string> args) {
   using namespace carapace;
+  // --isolation process: the agent in a jail, no VM (vmm/jail/process_sandbox.h).
+  auto isolation = take_isolation_flag(args);
+  if (!isolation.ok()) return fail_usage(isolation.error().describe());
+  if (*isolation == RunIsolation::kProcess) return cmd_run_process(args);
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") {
       fputs(kRunUsage, stdout);
@@ -126,5 +139,8 @@ int main(int argc, char** argv) {
   if (cmd == "restore") return carapace::cmd_restore(rest);
   if (cmd == "fork") return carapace::cmd_fork(rest);
   if (cmd == "snapshot") return carapace::cmd_snapshot(rest);
+  if (cmd == "sandbox") return carapace::cmd_sandbox(rest);
+  if (cmd == "mcp") return carapace::cmd_mcp(rest);
+  if (cmd == "serve") return carapace::cmd_serve(rest);
   return fail_usage("unknown command '" + cmd + "' (see carapace --help)");
 }

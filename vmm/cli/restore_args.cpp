@@ -28,6 +28,8 @@ const char kRestoreUsage[] =
     "                             not take it within 10 s is stopped. Needs --vsock.\n"
     "  --agent-token-out PATH     write clone I's new token to PATH.<I> (PATH for one clone),\n"
     "                             mode 0600; needs --agent-token\n"
+    "  --paused                   restore with the vCPUs stopped: the guest runs only after\n"
+    "                             PUT /vm/resume on --api-sock (required); no --agent-token\n"
     "  --no-seccomp               as for carapace run (needs CARAPACE_ALLOW_NO_SECCOMP=1)\n"
     "clone identities (N > 1; clone I counts from 0; SECURITY-CHECKS 25):\n"
     "  --vsock cid=C,uds=P        clone I gets CID C+I and socket P.<I>\n"
@@ -115,6 +117,8 @@ Result<RestoreArgs> parse_restore_args(const std::vector<std::string>& args) {
     } else if (flag == "--agent-token-out") {
       out.agent_token_out = TRY(value());
       if (out.agent_token_out.empty()) return bad("--agent-token-out: empty path");
+    } else if (flag == "--paused") {
+      out.start_paused = true;
     } else if (flag == "--no-seccomp") {
       TRY_STATUS(check_no_seccomp_allowed());
       out.seccomp = false;
@@ -127,6 +131,12 @@ Result<RestoreArgs> parse_restore_args(const std::vector<std::string>& args) {
     return bad("--agent-token: the restore notice goes over vsock; add --vsock");
   if (!out.agent_token_out.empty() && out.agent_token.empty())
     return bad("--agent-token-out needs --agent-token");
+  if (out.start_paused && out.api_sock.empty())
+    return bad("--paused: nothing could resume the VM; add --api-sock");
+  if (out.start_paused && !out.agent_token.empty())
+    return bad(
+        "--paused: the restore notice needs a running guest; drop --agent-token and send "
+        "post_restore after PUT /vm/resume");
   TRY_STATUS(check_clone_identities(out));
   return out;
 }

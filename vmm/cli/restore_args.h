@@ -24,6 +24,9 @@ struct RestoreArgs {
   std::string agent_token;      // --agent-token: send each clone's agent a restore notice
   std::string agent_token_out;  // --agent-token-out: where the clones' new tokens go
   bool seccomp = true;
+  // --paused: the vCPUs stay parked (no guest CPU time) until PUT /vm/resume on the API socket;
+  // how the daemon keeps a pool of restored VMs that cost nothing while they wait.
+  bool start_paused = false;
 };
 
 // Every refusal is one line naming the flag, and happens before anything is built: a clone

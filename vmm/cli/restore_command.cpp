@@ -191,6 +191,22 @@ int cmd_restore(const std::vector<std::string>& args) {
     machines.push_back(std::move(*m));
   }
 
+  // --paused: the vCPUs are parked before the API serves, so it never shows a VM about to be
+  // paused as running (a resume then would be refused). Nothing of the guest runs yet.
+  if (parsed->start_paused) {
+    for (auto& m : machines)
+      if (Status s = m->start_paused(); !s.ok())
+        m->stop(VmOutcome::kHostError, s.error().describe());
+  }
+  auto stop_started = [&] {
+    if (!parsed->start_paused) return;
+    for (auto& m : machines) {
+      m->stop(VmOutcome::kHostError, "--api-sock failed");
+      m->resume();
+      m->wait();
+    }
+  };
+
   // Control APIs are up before the clones start, so a bad --api-sock fails before anything ran.
   std::vector<std::unique_ptr<MachineControl>> controls;
   std::vector<std::unique_ptr<VmApi>> apis;
@@ -200,13 +216,17 @@ int cmd_restore(const std::vector<std::string>& args) {
       const std::string path =
           n > 1 ? parsed->api_sock + "." + std::to_string(i) : parsed->api_sock;
       auto api = VmApi::start(path, *controls.back());
-      if (!api.ok()) return fail(api.error(), "--api-sock " + path + ": ");
+      if (!api.ok()) {
+        stop_started();
+        return fail(api.error(), "--api-sock " + path + ": ");
+      }
       apis.push_back(std::move(*api));
     }
   }
 
-  for (auto& m : machines)
-    m->start();
+  if (!parsed->start_paused)
+    for (auto& m : machines)
+      m->start();
   if (!parsed->agent_token.empty()) send_restore_notices(*parsed, machines);
   std::vector<VmOutcome> outcomes(n, VmOutcome::kGuestReset);
   {

@@ -10,6 +10,11 @@ namespace carapace {
 
 const char kRunUsage[] =
     "usage: carapace run --kernel PATH [options]\n"
+    "       carapace run --isolation process --rootfs IMG --agent-sock PATH [options]\n"
+    "  --isolation microvm|process   microvm (default): this VMM. process: the guest agent\n"
+    "                             itself in a jail on the host kernel (namespaces, seccomp,\n"
+    "                             cgroups) -- WEAKER than a microVM: the workload shares the\n"
+    "                             host kernel. `carapace run --isolation process --help`\n"
     "  --kernel PATH              ELF kernel (Linux vmlinux or the test guest)\n"
     "  --initrd PATH              initramfs to load below the top of low RAM\n"
     "  --cmdline STR              kernel command line\n"
@@ -18,7 +23,8 @@ const char kRunUsage[] =
     "  --vcpus N                  number of vCPUs (default 1)\n"
     "  --cpu-template NAME        host (default) or baseline\n"
     "  --boot elf|pvh             Linux 64-bit entry (default) or the PVH note's 32-bit entry\n"
-    "  --console stdio|file:PATH|none   where the serial console goes (default stdio)\n"
+    "  --console stdio|file:PATH[,max=BYTES]|none   where the serial console goes (default\n"
+    "                             stdio); max= caps the file, the rest is dropped and counted\n"
     "  --console-input            feed stdin to the serial console\n"
     "  --drive path=FILE[,ro=on|off][,overlay=FILE][,serial=ID][,bps=N][,iops=N]   (repeatable)\n"
     "                             virtio-blk disk; overlay= keeps FILE read-only and writes there\n"
@@ -35,7 +41,8 @@ const char kRunUsage[] =
     "                             PUT /snapshot/create {\"dir\": DIR, \"resume\": BOOL}\n"
     "  --log-level error|warn|info|debug\n"
     "exit status: 0 guest reset/poweroff, 1 host error, 2 bad input, 3 triple fault,\n"
-    "             4 KVM internal/emulation error, 5 timeout, 6 guest panic\n";
+    "             4 KVM internal/emulation error, 5 timeout, 6 guest panic (the guest wrote\n"
+    "             bit 0 to the pvpanic port 0x505, or KVM reported a guest crash)\n";
 
 namespace {
 
@@ -53,6 +60,17 @@ Status parse_console_arg(const std::string& v, ConsoleConfig& console) {
   } else if (v.rfind("file:", 0) == 0 && v.size() > 5) {
     console.kind = ConsoleKind::kFile;
     console.path = v.substr(5);
+    console.max_bytes = 0;
+    // The last ",max=" is the cap (a path may hold commas, never this suffix by accident).
+    if (size_t at = console.path.rfind(",max="); at != std::string::npos) {
+      const std::string n = console.path.substr(at + 5);
+      console.path.resize(at);
+      auto max = parse_u64("--console max", n);
+      if (!max.ok()) return max.take_error();
+      if (*max == 0) return bad("--console max: must be at least 1 byte");
+      if (console.path.empty()) return bad("--console file: empty path");
+      console.max_bytes = *max;
+    }
   } else {
     return bad("--console: expected stdio, file:PATH or none, got '" + v + "'");
   }

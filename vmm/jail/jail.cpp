@@ -17,7 +17,7 @@
 #include "vmm/base/unique_fd.h"
 #include "vmm/jail/cgroup.h"
 #include "vmm/jail/jail_child.h"
-#include "vmm/jail/jail_fs.h"
+#include "vmm/jail/supervisor.h"
 
 namespace carapace {
 namespace {
@@ -28,108 +28,6 @@ constexpr int kExitBadInput = 2;
 int fail(const Error& e) {
   fprintf(stderr, "carapace jail: error: %s\n", e.describe().c_str());
   return e.kind == ErrorKind::kInvalidInput ? kExitBadInput : kExitHost;
-}
-
-// What one jail holds on the host; released in the destructor even on an early return.
-class JailResources {
- public:
-  JailResources(const JailConfig& cfg, JailCgroups cgroups)
-      : cfg_(cfg), cgroups_(std::move(cgroups)) {}
-  ~JailResources() { (void)release(); }
-  JailResources(const JailResources&) = delete;
-  JailResources& operator=(const JailResources&) = delete;
-
-  // Creates (or takes over) the jail folder under a lock, removing what a dead supervisor of
-  // the same id left, then the cgroups.
-  Status acquire() {
-    TRY_STATUS(make_dirs(cfg_.chroot_base, 0711));
-    bool stale = ::mkdir(cfg_.jail_dir().c_str(), 0711) != 0;
-    if (stale && errno != EEXIST) return sys_error("mkdir " + cfg_.jail_dir());
-    lock_ =
-        UniqueFd(::open(cfg_.jail_dir().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!lock_.valid()) return sys_error("open " + cfg_.jail_dir());
-    // The lock is what tells a live jail from a leftover one.
-    if (::flock(lock_.get(), LOCK_EX | LOCK_NB) != 0) {
-      lock_.reset();
-      return make_error("jail '" + cfg_.id + "' is in use by a running supervisor");
-    }
-    owns_dir_ = true;
-    if (stale) {
-      fprintf(stderr, "carapace jail: removing leftovers of an earlier jail '%s'\n",
-              cfg_.id.c_str());
-      TRY_STATUS(remove_dir_contents(lock_.get(), cfg_.jail_dir()));
-    }
-    TRY_STATUS(cgroups_.remove_stale());
-    owns_cgroups_ = true;
-    TRY_STATUS(cgroups_.create());
-    if (::mkdir(cfg_.root_dir().c_str(), 0755) != 0) return sys_error("mkdir " + cfg_.root_dir());
-    // The jail's /run: the one place the VMM can write that the host sees.
-    if (::mkdir(cfg_.run_dir().c_str(), 0700) != 0) return sys_error("mkdir " + cfg_.run_dir());
-    if (::chown(cfg_.run_dir().c_str(), cfg_.uid, cfg_.gid) != 0)
-      return sys_error("chown " + cfg_.run_dir());
-    return ok_status();
-  }
-
-  JailCgroups& cgroups() { return cgroups_; }
-
-  // Removes the cgroups and the jail folder (with any socket the VMM made in <jail>/run).
-  Status release() {
-    Status result;
-    if (owns_cgroups_) {
-      result = cgroups_.remove();
-      owns_cgroups_ = false;
-    }
-    if (owns_dir_) {
-      Status s = remove_tree(cfg_.jail_dir());
-      if (!s.ok() && result.ok()) result = std::move(s);
-      owns_dir_ = false;
-    }
-    lock_.reset();
-    return result;
-  }
-
- private:
-  const JailConfig& cfg_;
-  JailCgroups cgroups_;
-  UniqueFd lock_;
-  bool owns_dir_ = false;
-  bool owns_cgroups_ = false;
-};
-
-// Signals that end the jail: the supervisor takes them through a signalfd and kills the child
-// (a PID-namespace init ignores signals it has no handler for, so forwarding would not do).
-sigset_t stop_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
-    sigaddset(&set, s);
-  return set;
-}
-
-int status_of(const siginfo_t& si) {
-  if (si.si_code == CLD_EXITED) return si.si_status;
-  return 128 + si.si_status;
-}
-
-// Waits for the child, killing it on a stop signal; returns its waitid() record.
-Result<siginfo_t> supervise(int pidfd, int sigfd) {
-  pollfd fds[2] = {{pidfd, POLLIN, 0}, {sigfd, POLLIN, 0}};
-  for (;;) {
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return sys_error("poll");
-    }
-    if (fds[1].revents & POLLIN) {
-      signalfd_siginfo ssi;
-      if (::read(sigfd, &ssi, sizeof ssi) == sizeof ssi)
-        ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
-    }
-    if (fds[0].revents & (POLLIN | POLLHUP)) break;
-  }
-  siginfo_t si{};
-  if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &si, WEXITED) != 0)
-    return sys_error("waitid");
-  return si;
 }
 
 }  // namespace
@@ -145,7 +43,8 @@ int run_jail(const JailConfig& cfg) {
   auto cgroups = JailCgroups::plan(*mounts, cfg.cgroup_version, limits, cfg.id);
   if (!cgroups.ok()) return fail(cgroups.error());
 
-  JailResources jail(cfg, std::move(*cgroups));
+  JailFolder jail(JailFolderSpec{cfg.chroot_base, cfg.id, cfg.uid, cfg.gid, "carapace jail"},
+                  std::move(*cgroups));
   if (Status s = jail.acquire(); !s.ok()) return fail(s.error());
 
   sigset_t stops = stop_signals();
@@ -209,7 +108,7 @@ int run_jail(const JailConfig& cfg) {
     child_error.append(buf, static_cast<size_t>(n));
   }
 
-  auto waited = supervise(child.get(), sigfd.get());
+  auto waited = supervise_child(child.get(), sigfd.get());
   std::string oom = jail.cgroups().oom_report();
   Status cleaned = jail.release();
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
@@ -227,7 +126,7 @@ int run_jail(const JailConfig& cfg) {
             si.si_status, strsignal(si.si_status), oom.empty() ? "" : ": ", oom.c_str());
   else if (!oom.empty())
     fprintf(stderr, "carapace jail: '%s': %s\n", cfg.id.c_str(), oom.c_str());
-  return status_of(si);
+  return exit_status_of(si);
 }
 
 }  // namespace carapace

@@ -1,4 +1,6 @@
 #include "vmm/machine/machine.h"
+
+#include "vmm/devices/pvpanic/pvpanic.h"
 #include "vmm/security/seccomp.h"
 
 #include <sys/epoll.h>
@@ -224,7 +226,7 @@ Status Machine::create_devices(const MachineConfig& config) {
       console_ = std::make_unique<ConsoleSink>(STDOUT_FILENO, false);
       break;
     case ConsoleKind::kFile:
-      console_ = TRY(ConsoleSink::open_file(config.console.path));
+      console_ = TRY(ConsoleSink::open_file(config.console.path, config.console.max_bytes));
       break;
     case ConsoleKind::kNone:
       console_ = std::make_unique<ConsoleSink>(-1, false);
@@ -238,6 +240,10 @@ Status Machine::create_devices(const MachineConfig& config) {
   });
   TRY_STATUS(pio_bus_.insert(i8042, I8042::kDataPort, I8042::kCommandPort - I8042::kDataPort + 1,
                              "i8042"));
+  auto pvpanic = std::make_shared<PvPanic>([this] {
+    control_.finish(VmOutcome::kGuestPanic, "guest reported a panic (pvpanic port 0x505)");
+  });
+  TRY_STATUS(pio_bus_.insert(pvpanic, PvPanic::kPort, 1, "pvpanic"));
 
   const DeviceConfigs& dev = config.devices;
   const bool any_virtio = !dev.drives.empty() || !dev.nets.empty() || dev.vsock || dev.rng;
@@ -277,6 +283,23 @@ void Machine::start() {
       if (enter_role(ThreadRole::kVcpu)) run_vcpu_loop(ctx);
     });
   }
+}
+
+Status Machine::start_paused() {
+  // The request is up before the threads exist, so each vCPU parks before its first KVM_RUN.
+  control_.request_pause();
+  start();
+  return pause();
+}
+
+std::map<std::string, uint64_t> Machine::counters() const {
+  std::map<std::string, uint64_t> out;
+  if (console_) {
+    out["console_bytes_written"] = console_->written();
+    out["console_bytes_dropped"] = console_->dropped();
+  }
+  if (virtio_) virtio_->add_counters(out);
+  return out;
 }
 
 bool Machine::enter_role(ThreadRole role) {

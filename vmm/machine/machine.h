@@ -2,6 +2,7 @@
 // in one place): memory, KVM objects, boot structures, vCPUs and devices; then run() to the end.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,6 +47,9 @@ class Machine {
   VmOutcome run();
   // run() in two halves, for callers that control the VM while it runs (the API server).
   void start();
+  // start() with every vCPU parked before its first KVM_RUN and device work stopped: the VM
+  // costs no CPU until resume() (a pooled VM waiting to be handed out).
+  Status start_paused();
   VmOutcome wait();
   // Ends a running VM from outside (API, pool): wait() returns `outcome`.
   void stop(VmOutcome outcome, std::string detail);
@@ -66,6 +70,9 @@ class Machine {
   const LoadedKernel& kernel() const { return kernel_; }
   const std::string& cmdline() const { return cmdline_; }
   uint64_t console_dropped() const { return console_ ? console_->dropped() : 0; }
+  // Host-side counters by name (console bytes, per-device drops and traffic) for the control
+  // API's GET /vm; devices are named by kind and index ("net0_tx_dropped_policy", ...).
+  std::map<std::string, uint64_t> counters() const;
 
  private:
   Machine(Kvm kvm, Vm vm, GuestMemory mem)

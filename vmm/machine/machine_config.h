@@ -15,8 +15,9 @@ enum class ConsoleKind { kStdio, kFile, kNone };
 
 struct ConsoleConfig {
   ConsoleKind kind = ConsoleKind::kStdio;
-  std::string path;    // for kFile
-  bool input = false;  // feed stdin to the UART
+  std::string path;        // for kFile
+  uint64_t max_bytes = 0;  // kFile: at most this many bytes reach the file (0: no cap)
+  bool input = false;      // feed stdin to the UART
 };
 
 struct MachineConfig {

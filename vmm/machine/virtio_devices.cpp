@@ -1,8 +1,11 @@
 #include "vmm/machine/virtio_devices.h"
 
 #include "vmm/devices/block/block_factory.h"
+#include "vmm/devices/block/virtio_block.h"
+#include "vmm/devices/net/net_device.h"
 #include "vmm/devices/net/net_factory.h"
 #include "vmm/devices/rng/rng.h"
+#include "vmm/devices/vsock/vsock_device.h"
 #include "vmm/devices/vsock/vsock_factory.h"
 
 namespace carapace {
@@ -54,6 +57,43 @@ Status VirtioDeviceSet::add_configured(const DeviceConfigs& config) {
     TRY_STATUS(attach(std::move(rng), "virtio-rng"));
   }
   return {};
+}
+
+void VirtioDeviceSet::add_counters(std::map<std::string, uint64_t>& out) const {
+  uint32_t blk = 0, net_index = 0;
+  auto load = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+  for (const auto& t : transports_) {
+    virtio::VirtioDevice* d = &t->device();
+    if (auto* b = dynamic_cast<VirtioBlock*>(d)) {
+      const std::string p = "blk" + std::to_string(blk++) + "_";
+      BlockCounters c = b->counters();
+      out[p + "requests"] = c.requests;
+      out[p + "read_bytes"] = c.read_bytes;
+      out[p + "write_bytes"] = c.write_bytes;
+      out[p + "errors"] = c.errors;
+      out[p + "io_errors"] = c.io_errors;
+      out[p + "throttled"] = c.throttled;
+    } else if (auto* n = dynamic_cast<net::NetDevice*>(d)) {
+      const std::string p = "net" + std::to_string(net_index++) + "_";
+      const net::NetCounters& c = n->counters();
+      out[p + "tx_frames"] = load(c.tx_frames);
+      out[p + "tx_bytes"] = load(c.tx_bytes);
+      out[p + "tx_dropped_policy"] = c.tx_dropped_policy_total();
+      out[p + "tx_dropped_runt"] = load(c.tx_dropped_runt);
+      out[p + "tx_dropped_oversized"] = load(c.tx_dropped_oversized);
+      out[p + "tx_dropped_backend"] = load(c.tx_dropped_backend);
+      out[p + "rx_frames"] = load(c.rx_frames);
+      out[p + "rx_bytes"] = load(c.rx_bytes);
+      out[p + "rx_dropped_no_room"] = load(c.rx_dropped_no_room);
+    } else if (auto* v = dynamic_cast<VirtioVsock*>(d)) {
+      VirtioVsock::Stats s = v->stats();
+      out["vsock_connections"] = s.connections;
+      out["vsock_rst_sent"] = s.rst_sent;
+      out["vsock_bad_packets"] = s.bad_packets;
+      out["vsock_refused_by_cap"] = s.refused_by_cap;
+      out["vsock_bytes_dropped"] = s.bytes_dropped;
+    }
+  }
 }
 
 Result<std::vector<VirtioDeviceBlob>> VirtioDeviceSet::save_state() {

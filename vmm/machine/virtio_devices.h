@@ -4,6 +4,7 @@
 // bus and records the `virtio_mmio.device=` word Linux needs to find it.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -37,6 +38,9 @@ class VirtioDeviceSet {
   const std::vector<std::shared_ptr<virtio::MmioTransport>>& transports() const {
     return transports_;
   }
+
+  // Each device's host-side counters, named "<kind><index>_<counter>" (blk0_errors, ...).
+  void add_counters(std::map<std::string, uint64_t>& out) const;
 
   // Snapshot of every device, one blob per MMIO slot in slot order; the VM must be paused.
   Result<std::vector<VirtioDeviceBlob>> save_state();

@@ -7,7 +7,9 @@
 // handles TRANSPORT_RESET, so clones of a snapshot taken while it waits keep serving. Services use
 // it to exercise their wait-for-agent, pool and post-restore paths over real KVM.
 //
-//   testguest.run=agent-ping [testguest.agent.token=HEX]  (needs --vsock)
+//   testguest.run=agent-ping [testguest.agent.token=HEX | carapace.token=HEX]  (needs --vsock)
+// `carapace.token=` is what the real agent reads (the sandbox daemon's templates set it); the
+// scenario's own word wins when both are given.
 #include "guest/testguest/cmdline.h"
 #include "guest/testguest/console.h"
 #include "guest/testguest/cpu.h"
@@ -92,7 +94,9 @@ ScenarioResult run_agent_ping(const BootInfo& boot) {
   const DeviceInfo* info = list.find(kTypeVsock);
   if (!info) return "no virtio-vsock device (run with --vsock)";
   if (boot.cmdline == nullptr ||
-      !cmdline_value(boot.cmdline, "testguest.agent.token=", current_token, sizeof current_token))
+      (!cmdline_value(boot.cmdline, "testguest.agent.token=", current_token,
+                      sizeof current_token) &&
+       !cmdline_value(boot.cmdline, "carapace.token=", current_token, sizeof current_token)))
     current_token[0] = '\0';
   static VsockStack vs;
   if (const char* e = vs.init(*info)) return e;

@@ -57,8 +57,11 @@ bool read_exact(VsockStack& vs, VsockConn& c, void* buf, uint32_t n, uint64_t ti
   while (got < n) {
     vs.poll();
     got += vs.read(c, p + got, n - got);
-    if (got < n && (deadline.expired() || (c.state != VsockConn::kEstablished && !c.readable())))
-      return false;
+    // A peer that shut the connection down sends nothing more: what is buffered is all there
+    // is. (Waiting on would hold the connection until the host's shutdown timeout resets it,
+    // and the next host connection with it: the agent serves one at a time.)
+    const bool ended = c.state != VsockConn::kEstablished || c.peer_shutdown;
+    if (got < n && (deadline.expired() || (ended && !c.readable()))) return false;
   }
   return true;
 }

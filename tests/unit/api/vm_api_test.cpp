@@ -42,6 +42,9 @@ class FakeVm : public VmControl {
     forks += clones;
     return nlohmann::json{{"children", nlohmann::json::array()}};
   }
+  std::map<std::string, uint64_t> counters() const override {
+    return {{"console_bytes_dropped", 7}};
+  }
 
   State state_ = State::kRunning;
   int pauses = 0, resumes = 0, snapshots = 0;
@@ -84,6 +87,7 @@ TEST_F(VmApiTest, StatusReportsStateVcpusAndMemory) {
   EXPECT_EQ(r.body["state"], "running");
   EXPECT_EQ(r.body["vcpus"], 2);
   EXPECT_EQ(r.body["mem_mib"], 256);
+  EXPECT_EQ(r.body["counters"]["console_bytes_dropped"], 7);
 }
 
 TEST_F(VmApiTest, PauseThenResume) {

@@ -38,6 +38,25 @@ TEST(RestoreArgs, RefusesBadInputWithOneLine) {
   }
 }
 
+// --paused: restored with the vCPUs parked until PUT /vm/resume (the daemon's pool); it needs the
+// control API to be resumed at all, and the restore notice would wait on a guest that cannot run.
+TEST(RestoreArgs, PausedNeedsTheControlApi) {
+  EXPECT_FALSE(parse({"--snapshot", "/s"})->start_paused);
+  auto a = parse({"--snapshot", "/s", "--paused", "--api-sock", "/tmp/api"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_TRUE(a->start_paused);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--snapshot", "/s", "--paused"},
+           {"--snapshot", "/s", "--paused", "--api-sock", "/tmp/api", "--vsock", "cid=3,uds=/tmp/v",
+            "--agent-token", "ab"},
+       }) {
+    auto bad = parse(args);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().kind, ErrorKind::kInvalidInput);
+    EXPECT_NE(bad.error().message.find("--paused"), std::string::npos) << bad.error().message;
+  }
+}
+
 TEST(RestoreArgs, OneCloneKeepsTheFlagsAsGiven) {
   auto a = parse({"--snapshot", "/s", "--vsock", "cid=7,uds=/run/v.sock", "--console",
                   "file:/tmp/c.log", "--drive", "path=/d.img"});

@@ -102,6 +102,20 @@ TEST(RunArgsTest, EnumValuesParse) {
   EXPECT_TRUE(parse_run_args(with_kernel({"--teardown", "deferred"}))->deferred_teardown);
 }
 
+// SECURITY-CHECKS 29: a file console can be capped in bytes; a bad cap is one line.
+TEST(RunArgsTest, ConsoleFileTakesAByteCap) {
+  auto r = parse_run_args(with_kernel({"--console", "file:/tmp/a,b.log,max=4096"}));
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_EQ(r->machine.console.kind, ConsoleKind::kFile);
+  EXPECT_EQ(r->machine.console.path, "/tmp/a,b.log");
+  EXPECT_EQ(r->machine.console.max_bytes, 4096u);
+  EXPECT_EQ(parse_run_args(with_kernel({"--console", "file:/tmp/x"}))->machine.console.max_bytes,
+            0u);
+  expect_bad({"--kernel", "k", "--console", "file:/tmp/x,max=0"}, "max");
+  expect_bad({"--kernel", "k", "--console", "file:/tmp/x,max=lots"}, "max");
+  expect_bad({"--kernel", "k", "--console", "file:,max=10"}, "empty path");
+}
+
 TEST(RunArgsTest, KernelIsRequired) {
   expect_bad({}, "--kernel");
   expect_bad({"--mem", "64"}, "--kernel");

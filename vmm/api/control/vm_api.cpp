@@ -93,7 +93,8 @@ http::Router VmApi::routes() {
 HttpResponse VmApi::get_vm() {
   return json_response(200, {{"state", vm_state_name(vm_.state())},
                              {"vcpus", vm_.vcpus()},
-                             {"mem_mib", vm_.mem_bytes() >> 20}});
+                             {"mem_mib", vm_.mem_bytes() >> 20},
+                             {"counters", vm_.counters()}});
 }
 
 HttpResponse VmApi::put_pause(const HttpRequest& req) {

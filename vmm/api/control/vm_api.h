@@ -1,7 +1,9 @@
 // The per-VM control API of `carapace run --api-sock PATH`: HTTP/JSON over a Unix socket (mode
 // 0600), served while the VM runs and removed when it ends.
 //
-//   GET /vm               200 {"state": "running"|"paused"|"ended", "vcpus": N, "mem_mib": M}
+//   GET /vm               200 {"state": "running"|"paused"|"ended", "vcpus": N, "mem_mib": M,
+//                              "counters": {"console_bytes_written": N, "console_bytes_dropped":
+//                              N, "net0_tx_dropped_policy": N, "vsock_bad_packets": N, ...}}
 //   PUT /vm/pause         200 {"state": "paused"}    409 unless running
 //   PUT /vm/resume        200 {"state": "running"}   409 unless paused
 //   PUT /snapshot/create  {"dir": "/abs/path", "resume": true|false}
@@ -22,6 +24,7 @@
 // nothing (SECURITY-CHECKS 27). Control calls are serialised: a pause never races a snapshot.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,6 +51,8 @@ class VmControl {
   virtual Result<nlohmann::json> snapshot(const std::string& dir, bool resume_after) = 0;
   // Running or paused; the VM is left as it was. Returns the children's descriptions.
   virtual Result<nlohmann::json> fork(uint32_t clones) = 0;
+  // Host-side counters by name (console bytes written/dropped, per-device drops); any state.
+  virtual std::map<std::string, uint64_t> counters() const { return {}; }
 };
 
 const char* vm_state_name(VmControl::State s);

@@ -17,7 +17,8 @@ namespace {
 constexpr size_t kFlushThreshold = 4096;
 }  // namespace
 
-ConsoleSink::ConsoleSink(int fd, bool owned, size_t capacity) : fd_(fd), capacity_(capacity) {
+ConsoleSink::ConsoleSink(int fd, bool owned, size_t capacity, uint64_t max_total)
+    : fd_(fd), capacity_(capacity), max_total_(max_total) {
   if (owned) owned_fd_.reset(fd);
   if (fd_ >= 0)
     writer_ = std::thread([this] {
@@ -36,20 +37,23 @@ ConsoleSink::~ConsoleSink() {
   close();
 }
 
-Result<std::unique_ptr<ConsoleSink>> ConsoleSink::open_file(const std::string& path) {
+Result<std::unique_ptr<ConsoleSink>> ConsoleSink::open_file(const std::string& path,
+                                                            uint64_t max_total) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return sys_error("console: cannot open " + path);
-  return std::make_unique<ConsoleSink>(fd, true);
+  return std::make_unique<ConsoleSink>(fd, true, kDefaultCapacity, max_total);
 }
 
 void ConsoleSink::put(uint8_t byte) {
   bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (fd_ < 0 || closing_ || pending_.size() >= capacity_) {
+    if (fd_ < 0 || closing_ || pending_.size() >= capacity_ ||
+        (max_total_ != 0 && accepted_ >= max_total_)) {
       ++dropped_;
       return;
     }
+    ++accepted_;
     // The first byte wakes the writer into a short timed wait, so a partial line (a prompt)
     // still appears; a newline or a full chunk makes it write at once.
     wake = pending_.empty();

@@ -1,7 +1,9 @@
 // ConsoleSink: where the guest's console bytes go. The vCPU thread only appends to a bounded
 // buffer; a writer thread drains it to the output fd, so a slow or blocked reader of stdout can
 // never stall the guest, and a flooding guest cannot grow host memory (SECURITY-CHECKS 29):
-// bytes beyond the bound are dropped and counted.
+// bytes beyond the bound are dropped and counted. A file console can also be capped in total
+// (`--console file:PATH,max=BYTES`): a guest that floods it for hours must not fill the host's
+// disk either; what passes the cap is dropped and counted the same way.
 #pragma once
 
 #include <chrono>
@@ -24,12 +26,14 @@ class ConsoleSink {
   static constexpr std::chrono::milliseconds kCloseGrace{1000};
 
   // Writes to `fd` (not owned when `owned` is false, e.g. stdout). fd < 0 discards everything.
-  ConsoleSink(int fd, bool owned, size_t capacity = kDefaultCapacity);
+  // `max_total` > 0: at most that many bytes are ever taken; the rest is dropped.
+  ConsoleSink(int fd, bool owned, size_t capacity = kDefaultCapacity, uint64_t max_total = 0);
   ~ConsoleSink();
   ConsoleSink(const ConsoleSink&) = delete;
   ConsoleSink& operator=(const ConsoleSink&) = delete;
 
-  static Result<std::unique_ptr<ConsoleSink>> open_file(const std::string& path);
+  static Result<std::unique_ptr<ConsoleSink>> open_file(const std::string& path,
+                                                        uint64_t max_total = 0);
 
   void put(uint8_t byte);
   // Writes out everything buffered and stops the writer thread; later puts are dropped.
@@ -46,6 +50,8 @@ class ConsoleSink {
   int fd_;
   UniqueFd owned_fd_;
   size_t capacity_;
+  uint64_t max_total_;
+  uint64_t accepted_ = 0;  // bytes taken into pending_ so far (against max_total_)
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::string pending_;

@@ -52,6 +52,22 @@ TEST(ConsoleSinkTest, PutsAfterCloseAreDroppedAndCounted) {
   EXPECT_EQ(pipe.finish(), "ab");
 }
 
+// SECURITY-CHECKS 29: a file console with a total cap takes that many bytes and no more, however
+// long the guest floods; the rest is dropped and counted.
+TEST(ConsoleSinkTest, TotalCapDropsAndCountsTheRest) {
+  PipeReader pipe;
+  ASSERT_TRUE(pipe.ok());
+  pipe.start();
+  auto sink = std::make_unique<ConsoleSink>(pipe.write_fd(), true, ConsoleSink::kDefaultCapacity,
+                                            /*max_total=*/10);
+  put_all(*sink, "0123456789abcdef");
+  sink->close();
+  EXPECT_EQ(sink->written(), 10u);
+  EXPECT_EQ(sink->dropped(), 6u);
+  sink.reset();
+  EXPECT_EQ(pipe.finish(), "0123456789");
+}
+
 TEST(ConsoleSinkTest, NegativeFdDiscardsAndCounts) {
   ConsoleSink sink(-1, false);
   put_all(sink, "xyz");

@@ -1,0 +1,158 @@
+"""The Python client against a fake daemon (fake_daemon.py): requests, answers, errors and
+streamed exec output. Label unit; standard library only."""
+
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import carapace_client as cc  # noqa: E402
+from fake_daemon import FakeDaemon  # noqa: E402
+
+
+class ClientTest(unittest.TestCase):
+    def setUp(self):
+        self.fake = FakeDaemon().__enter__()
+        self.addCleanup(self.fake.__exit__, None, None, None)
+        self.tpl = cc.Template.create(isolation="process", rootfs="/abs/rootfs.ext4",
+                                      pool_size=0, socket=self.fake.socket)
+
+    def last(self):
+        return self.fake.requests[-1]
+
+    def test_socket_from_environment(self):
+        os.environ["CARAPACE_SOCKET"] = self.fake.socket
+        try:
+            self.assertEqual(cc.health()["version"], "0.1.0")
+        finally:
+            del os.environ["CARAPACE_SOCKET"]
+        self.assertEqual(cc.Client().socket, cc.DEFAULT_SOCKET)
+
+    def test_template_create_and_list(self):
+        method, path, _, body = self.fake.requests[0]
+        self.assertEqual((method, path), ("POST", "/templates"))
+        self.assertEqual(json.loads(body), {"isolation": "process", "rootfs": "/abs/rootfs.ext4",
+                                            "pool_size": 0})
+        self.assertTrue(self.tpl.id.startswith("tpl-"))
+        ids = [t.id for t in cc.Template.list(socket=self.fake.socket)]
+        self.assertEqual(ids, [self.tpl.id])
+        with self.assertRaises(cc.BadRequest) as e:
+            cc.Template.create(socket=self.fake.socket)
+        self.assertEqual(e.exception.status, 400)
+        self.assertIn("kernel", e.exception.message)
+
+    def test_create_exec_and_context_manager(self):
+        with cc.Sandbox.create(template=self.tpl.id, timeout=60, env={"A": "1"},
+                               socket=self.fake.socket) as sb:
+            self.assertTrue(sb.id.startswith("sb-"))
+            self.assertEqual(json.loads(self.last()[3]),
+                             {"template": self.tpl.id, "timeout_s": 60, "env": {"A": "1"}})
+            r = sb.exec("echo hi", env={"B": "2"}, cwd="sub", timeout=5)
+            self.assertIsInstance(r, cc.ExecResult)
+            self.assertEqual(r.exit_code, 0)
+            self.assertEqual(r.stdout, "sh -c echo hi\nA=1\nB=2\n")
+            self.assertEqual(r.stderr, "warn\n")
+            self.assertTrue(r.ok)
+            sent = json.loads(self.last()[3])
+            self.assertEqual(sent, {"argv": ["sh", "-c", "echo hi"], "env": {"B": "2"},
+                                    "cwd": "sub", "timeout_ms": 5000, "stream": False})
+            r = sb.exec(["sh", "-c", "exit 3"])
+            self.assertEqual(r.exit_code, 3)
+            self.assertFalse(r.ok)
+            sb_id = sb.id
+        self.assertEqual(self.last()[:2], ("DELETE", f"/sandboxes/{sb_id}"))
+        self.assertEqual(self.fake.sandboxes, {})
+
+    def test_streamed_exec(self):
+        sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket)
+        out, err = [], []
+        # The fake sends 3 bytes per event: "é" and "€" arrive split between two events.
+        r = sb.exec(["echo", "streamed", "é€"], on_stdout=out.append, on_stderr=err.append)
+        self.assertEqual("".join(out), "streamed é€\n")
+        self.assertEqual("".join(err), "warn\n")
+        self.assertGreater(len(out), 1)  # arrived in pieces
+        self.assertEqual(r.exit_code, 0)
+        self.assertEqual(r.stdout, "streamed é€\n")
+        self.assertEqual(r.duration_ms, 2)
+        headers = self.last()[2]
+        self.assertEqual(headers.get("Accept"), "text/event-stream")
+        self.assertTrue(json.loads(self.last()[3])["stream"])
+        # An error event after the stream started is raised as the API error it names.
+        with self.assertRaises(cc.BadRequest) as e:
+            sb.exec(["missing"], on_stdout=out.append)
+        self.assertIn("not found", str(e.exception))
+        with self.assertRaises(cc.BadRequest):
+            sb.exec(["missing"])
+
+    def test_files(self):
+        sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket)
+        data = bytes(range(256))
+        self.assertEqual(sb.files.write("dir/a b&c.bin", data, mode=0o600, parents=True),
+                         {"path": "dir/a b&c.bin", "size": 256})
+        method, path, headers, _ = self.last()
+        self.assertEqual(method, "PUT")
+        self.assertEqual(path, f"/sandboxes/{sb.id}/files?path=dir%2Fa%20b%26c.bin&mode=0600"
+                               "&parents=true")
+        self.assertEqual(headers["Content-Type"], "application/octet-stream")
+        self.assertEqual(sb.files.read("dir/a b&c.bin"), data)
+        sb.files.write("t.txt", "héllo")
+        self.assertEqual(sb.files.read_text("t.txt"), "héllo")
+        self.assertEqual([e["name"] for e in sb.files.list(".")], ["dir/a b&c.bin", "t.txt"])
+        with self.assertRaises(cc.NotFound) as e:
+            sb.files.read("absent")
+        self.assertEqual(e.exception.code, "not_found")
+        self.assertEqual(e.exception.status, 404)
+
+    def test_document(self):
+        sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket)
+        self.assertEqual(sb.document({"title": "T", "blocks": []}, "docx"), b"PK\x03\x04docx")
+        self.assertEqual(json.loads(self.last()[3]),
+                         {"spec": {"title": "T", "blocks": []}, "format": "docx"})
+        with self.assertRaises(cc.BadRequest):
+            sb.document({}, "pdf")
+
+    def test_lifecycle(self):
+        sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket)
+        self.assertEqual(sb.pause().state, "paused")
+        with self.assertRaises(cc.Conflict):
+            sb.pause()
+        self.assertEqual(sb.resume().state, "running")
+        sb.set_timeout(120)
+        self.assertEqual(json.loads(self.last()[3]), {"timeout_s": 120})
+        kids = sb.fork(2)
+        self.assertEqual(len(kids), 2)
+        self.assertTrue(all(k.info["parent"] == sb.id for k in kids))
+        self.assertEqual(len(cc.Sandbox.list(socket=self.fake.socket)), 3)
+        with self.assertRaises(cc.LimitExceeded):  # the fake's limit is 3
+            cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket)
+        with self.assertRaises(cc.Conflict):
+            self.tpl.delete()
+        again = cc.Sandbox.connect(sb.id, socket=self.fake.socket)
+        self.assertEqual(again.id, sb.id)
+        for s in [sb] + kids:
+            s.kill()
+        sb.kill()  # already gone: not an error
+        with self.assertRaises(cc.NotFound):
+            cc.Sandbox.connect(sb.id, socket=self.fake.socket)
+        self.tpl.delete()
+
+    def test_errors(self):
+        with self.assertRaises(cc.NotFound) as e:
+            cc.Sandbox.create(template="tpl-000000000000", socket=self.fake.socket)
+        self.assertIsInstance(e.exception, cc.CarapaceError)
+        self.assertEqual(str(e.exception), "404 not_found: template tpl-000000000000 not found")
+        with self.assertRaises(cc.BadRequest) as e:
+            cc.Client(socket=self.fake.socket).json("POST", "/sandboxes",
+                                                    {"template": self.tpl.id, "ttl": 5})
+        self.assertEqual(e.exception.message, "ttl: unknown field")
+        with self.assertRaises(cc.TransportError) as e:
+            cc.health(socket=self.fake.socket + ".absent")
+        self.assertIsNone(e.exception.status)
+        self.assertIn(".absent", str(e.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()

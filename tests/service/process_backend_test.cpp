@@ -1,0 +1,176 @@
+// The process back end (vmm/service/process_backend.cpp) with the real guest image: a template
+// fills its pool, a sandbox is handed out from it and runs commands through its agent, pauses and
+// resumes through the cgroup freezer, cannot fork, reports how it ended, and leaves nothing behind
+// once destroyed (SECURITY-CHECKS 30). Needs root and build/guest/rootfs.ext4 (label image).
+#include <dirent.h>
+#include <glob.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "vmm/service/backend.h"
+
+namespace carapace::service {
+namespace {
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+std::vector<std::string> cgroup_dirs(const std::string& name) {
+  std::vector<std::string> out;
+  glob_t g{};
+  const std::string pattern = "/sys/fs/cgroup/*/carapace/process-" + name;
+  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i)
+      out.push_back(g.gl_pathv[i]);
+  ::globfree(&g);
+  return out;
+}
+
+class ProcessBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(geteuid(), 0u) << "the process back end needs root (loop mount, namespaces)";
+    const char* env = std::getenv("CARAPACE_ROOTFS");
+    rootfs_ = env ? env : CARAPACE_ROOTFS;
+    ASSERT_TRUE(exists(rootfs_)) << rootfs_ << " missing: build it (ctest -R rootfs_build)";
+    dir_ = "/tmp/carapace-process-backend-" + std::to_string(getpid());
+    ASSERT_EQ(::mkdir(dir_.c_str(), 0700), 0);
+    ctx_.template_id = "tpl-test" + std::to_string(getpid() % 10000);
+    ctx_.dir = dir_;
+    ctx_.carapace_exe = CARAPACE_BINARY;
+    ctx_.agent_exe = CARAPACE_AGENT;
+    spec_.isolation = Isolation::kProcess;
+    spec_.rootfs = rootfs_;
+    spec_.mem_mib = 256;
+    spec_.pool_size = 1;
+    spec_.agent_timeout_s = 30;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  // Everything of sandbox `name` that should be gone once it is destroyed.
+  std::string leftovers(const std::string& name) {
+    std::string left;
+    if (exists(dir_ + "/jails/" + name)) left += " jail;";
+    if (exists(dir_ + "/" + name + ".sock")) left += " socket;";
+    if (exists(dir_ + "/" + name + ".token")) left += " token;";
+    for (const auto& d : cgroup_dirs(name))
+      left += " " + d + ";";
+    return left;
+  }
+
+  std::string rootfs_, dir_;
+  BackendContext ctx_;
+  TemplateSpec spec_;
+};
+
+TEST_F(ProcessBackendTest, PoolExecPauseDestroySecurityChecks30) {
+  auto tpl = create_process_backend(spec_, ctx_);
+  ASSERT_TRUE(tpl.ok()) << tpl.error().describe();
+  EXPECT_NE((*tpl)->describe().dump().find("weaker than a microVM"), std::string::npos);
+  EXPECT_EQ((*tpl)->pool_stats().ready, 1u);
+  bool from_pool = false;
+  auto sb = (*tpl)->acquire({}, &from_pool);
+  ASSERT_TRUE(sb.ok()) << sb.error().describe();
+  EXPECT_TRUE(from_pool);
+  const std::string name = ctx_.template_id + "-0";
+  EXPECT_FALSE(exists(dir_ + "/" + name + ".token")) << "token file left after start";
+  {
+    auto c = (*sb)->agent().connect();
+    ASSERT_TRUE(c.ok()) << c.error().describe();
+    std::string out;
+    auto r = c->exec(
+        {"/bin/sh", "-c", "echo hello from $(hostname); id -u"}, {},
+        [&](std::string_view s) { out.append(s); }, nullptr);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(out, "hello from " + name + "\n1000\n");
+  }
+  // Paused: the agent is frozen and does not answer; resumed, it does.
+  ASSERT_TRUE((*sb)->pause().ok());
+  EXPECT_TRUE((*sb)->paused());
+  EXPECT_FALSE((*sb)->pause().ok());
+  {
+    auto c = (*sb)->agent().connect();
+    if (c.ok()) {
+      c->set_io_timeout_ms(300);
+      EXPECT_FALSE(c->ping().ok()) << "a paused sandbox answered";
+    }
+  }
+  ASSERT_TRUE((*sb)->resume().ok());
+  {
+    auto c = (*sb)->agent().connect();
+    ASSERT_TRUE(c.ok());
+    c->set_io_timeout_ms(5000);
+    EXPECT_TRUE(c->ping().ok());
+  }
+  auto forked = (*tpl)->fork(**sb, 1);
+  ASSERT_FALSE(forked.ok());
+  EXPECT_EQ(forked.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_NE(forked.error().describe().find("fork needs isolation microvm"), std::string::npos);
+  EXPECT_FALSE((*tpl)->acquire(InstanceOptions{{"0.0.0.0/0:tcp:443"}, 0}, nullptr).ok());
+
+  EXPECT_TRUE((*sb)->alive());
+  sb->reset();
+  EXPECT_EQ(leftovers(name), "");
+  (*tpl)->shutdown();
+  EXPECT_EQ(leftovers(ctx_.template_id + "-1"), "");
+}
+
+TEST_F(ProcessBackendTest, AgentKilledIsReportedAndCleanedSecurityChecks30) {
+  spec_.pool_size = 0;
+  auto tpl = create_process_backend(spec_, ctx_);
+  ASSERT_TRUE(tpl.ok()) << tpl.error().describe();
+  bool from_pool = true;
+  auto sb = (*tpl)->acquire({}, &from_pool);
+  ASSERT_TRUE(sb.ok()) << sb.error().describe();
+  EXPECT_FALSE(from_pool);
+  const std::string name = ctx_.template_id + "-1";
+  pid_t agent = 0;
+  for (const auto& d : cgroup_dirs(name)) {
+    std::ifstream procs(d + "/cgroup.procs");
+    pid_t p;
+    while (procs >> p) {
+      std::ifstream comm("/proc/" + std::to_string(p) + "/comm");
+      std::string c;
+      comm >> c;
+      if (c == "carapace-agent") agent = p;
+    }
+  }
+  ASSERT_GT(agent, 0);
+  ASSERT_EQ(::kill(agent, SIGKILL), 0);
+  for (int i = 0; i < 500 && (*sb)->alive(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE((*sb)->alive());
+  EXPECT_EQ((*sb)->exit_description(), "agent killed by SIGKILL");
+  EXPECT_EQ(leftovers(name), "") << "the supervisor left these";
+  sb->reset();
+}
+
+TEST_F(ProcessBackendTest, RefusesBadSpecs) {
+  TemplateSpec s = spec_;
+  s.rootfs = "";
+  EXPECT_FALSE(create_process_backend(s, ctx_).ok());
+  s = spec_;
+  s.rootfs = "/nonexistent.ext4";
+  EXPECT_FALSE(create_process_backend(s, ctx_).ok());
+  s = spec_;
+  s.network = true;
+  EXPECT_FALSE(create_process_backend(s, ctx_).ok());
+  s = spec_;
+  s.kernel = "/boot/vmlinuz";
+  EXPECT_FALSE(create_process_backend(s, ctx_).ok());
+}
+
+}  // namespace
+}  // namespace carapace::service

@@ -1,0 +1,137 @@
+"""`carapace sandbox` end to end. Two modes:
+  --fake   against the fake daemon of the Python client's tests (label unit): output, request
+           bodies, exit statuses (the command's own, 2 for a refused request, 1 for transport)
+  (none)   against a real `carapace serve` with the process back end (label image)
+Environment: CARAPACE_EXE (and CARAPACE_ROOTFS for the real daemon)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+sys.path.insert(0, os.path.join(_HERE, "..", "..", "clients", "python", "tests"))
+
+from daemon_harness import DOC_SPEC, Daemon, cc, require_env  # noqa: E402
+
+FAKE = "--fake" in sys.argv
+if FAKE:
+    sys.argv.remove("--fake")
+
+
+class SandboxCli(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.exe = require_env("CARAPACE_EXE")
+        if FAKE:
+            from fake_daemon import FakeDaemon
+            cls.fake = FakeDaemon().__enter__()
+            cls.socket = cls.fake.socket
+            cls.daemon = None
+            tpl = cc.Template.create(isolation="process", rootfs="/r", socket=cls.socket)
+        else:
+            cls.daemon = Daemon()
+            try:
+                cls.daemon.start()
+                tpl = cls.daemon.process_template()
+            except BaseException:
+                cls.daemon.stop()
+                raise
+            cls.socket = cls.daemon.socket
+        cls.tpl = tpl.id
+
+    @classmethod
+    def tearDownClass(cls):
+        if FAKE:
+            cls.fake.__exit__(None, None, None)
+        else:
+            cls.daemon.stop()
+
+    def cli(self, *args, stdin=None, env_socket=True):
+        env = dict(os.environ)
+        env.pop("CARAPACE_SOCKET", None)
+        if env_socket:
+            env["CARAPACE_SOCKET"] = self.socket
+        return subprocess.run([self.exe, "sandbox", *args], input=stdin, env=env,
+                              capture_output=True, timeout=300)
+
+    def create(self):
+        r = self.cli("create", "--template", self.tpl, "--env", "GREETING=hi")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sb = r.stdout.decode().strip()
+        self.assertRegex(sb, r"^sb-[0-9a-f]+$")
+        self.addCleanup(self.cli, "rm", sb)
+        return sb
+
+    def test_exec_status_and_streams(self):
+        sb = self.create()
+        if FAKE:
+            r = self.cli("exec", sb, "--", "echo", "hi")
+            self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"hi\nGREETING=hi\n", b"warn\n"))
+            r = self.cli("exec", sb, "--stream", "--", "echo", "streamed")
+            self.assertEqual((r.returncode, r.stdout, r.stderr),
+                             (0, b"streamed\nGREETING=hi\n", b"warn\n"))
+            r = self.cli("exec", sb, "--", "sh", "-c", "exit 3")
+            self.assertEqual(r.returncode, 3)
+            body = json.loads(self.fake.requests[-1][3])
+            self.assertEqual(body["argv"], ["sh", "-c", "exit 3"])
+            return
+        r = self.cli("exec", sb, "--", "sh", "-c", "echo $GREETING; echo e >&2; exit 3")
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (3, b"hi\n", b"e\n"))
+        r = self.cli("exec", sb, "--stream", "--", "sh", "-c", "echo a; sleep 0.2; echo b")
+        self.assertEqual((r.returncode, r.stdout), (0, b"a\nb\n"))
+        r = self.cli("exec", sb, "--", "sh", "-c", "kill -9 $$")
+        self.assertEqual(r.returncode, 137)
+
+    def test_files_and_docs(self):
+        sb = self.create()
+        with tempfile.TemporaryDirectory() as d:
+            local = os.path.join(d, "in.bin")
+            with open(local, "wb") as f:
+                f.write(bytes(range(256)))
+            self.assertEqual(self.cli("put", sb, local, "in.bin").returncode, 0)
+            r = self.cli("get", sb, "in.bin", "-")
+            self.assertEqual((r.returncode, r.stdout), (0, bytes(range(256))))
+            spec = os.path.join(d, "spec.json")
+            with open(spec, "w") as f:
+                json.dump(DOC_SPEC, f)
+            out = os.path.join(d, "out.docx")
+            r = self.cli("doc", sb, spec, "docx", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out, "rb") as f:
+                self.assertEqual(f.read(4), b"PK\x03\x04")
+
+    def test_list_and_lifecycle(self):
+        sb = self.create()
+        r = self.cli("ls", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(sb, [s["id"] for s in json.loads(r.stdout)])
+        r = self.cli("ls")
+        self.assertIn(sb.encode(), r.stdout)
+        self.assertEqual(self.cli("pause", sb).returncode, 0)
+        r = self.cli("pause", sb)  # 409
+        self.assertEqual(r.returncode, 2)
+        self.assertTrue(r.stderr.startswith(b"carapace sandbox: "), r.stderr)
+        self.assertEqual(r.stderr.count(b"\n"), 1)
+        self.assertEqual(self.cli("resume", sb).returncode, 0)
+        r = self.cli("template", "ls")
+        self.assertIn(self.tpl.encode(), r.stdout)
+
+    def test_errors(self):
+        r = self.cli("exec", "sb-000000000000", "--", "true")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"sb-000000000000", r.stderr)
+        r = self.cli("create", "--template", "tpl-000000000000")
+        self.assertEqual(r.returncode, 2)
+        r = self.cli("--socket", self.socket + ".absent", "ls", env_socket=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b".absent", r.stderr)
+        r = self.cli("bogus")
+        self.assertEqual(r.returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,253 @@
+// The sandbox daemon's API client (vmm/api/sandbox) against a fake daemon on a Unix socket, and
+// its SSE reader.
+#include "vmm/api/sandbox/daemon_client.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "guest/agent/protocol/base64.h"
+#include "tests/unit/api/http_test_util.h"
+#include "vmm/api/http/json_util.h"
+#include "vmm/api/http/response_writer.h"
+#include "vmm/api/http/router.h"
+#include "vmm/api/sandbox/sse_parser.h"
+
+namespace carapace::sandbox {
+namespace {
+
+using nlohmann::json;
+
+TEST(SseParser, EventsAcrossPiecesAndLineEndings) {
+  SseParser p;
+  std::string stream =
+      ": keep-alive\n\nevent: stdout\ndata: {\"data\":\"aGk=\"}\n\n"
+      "event: exit\r\ndata: {\"exit_code\": 0,\r\ndata: \"signal\": null}\r\n\r\n";
+  std::vector<SseEvent> all;
+  for (char c : stream) {  // one byte at a time: the worst split
+    auto evs = p.feed(std::string_view(&c, 1));
+    ASSERT_TRUE(evs.ok());
+    for (auto& e : *evs)
+      all.push_back(e);
+  }
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].event, "stdout");
+  EXPECT_EQ(all[0].data, "{\"data\":\"aGk=\"}");
+  EXPECT_EQ(all[1].event, "exit");
+  EXPECT_EQ(all[1].data, "{\"exit_code\": 0,\n\"signal\": null}");
+}
+
+TEST(SseParser, BoundedEvents) {
+  SseParser p(1024);
+  auto r = p.feed("data: " + std::string(2000, 'x'));
+  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(p.feed("\n\n").ok());  // stays failed
+  SseParser q(1024);
+  for (int i = 0; i < 10; ++i) {  // many short lines of one event add up
+    auto s = q.feed("data: " + std::string(200, 'y') + "\n");
+    if (!s.ok()) return;
+  }
+  ADD_FAILURE() << "an event of 2000 bytes in lines passed a 1024-byte limit";
+}
+
+TEST(ExecResult, ExitStatus) {
+  ExecResult r;
+  r.exit_code = 3;
+  EXPECT_EQ(exit_status_of(r), 3);
+  r.exit_code.reset();
+  r.signal = 9;
+  EXPECT_EQ(exit_status_of(r), 137);
+  r.timed_out = true;
+  EXPECT_EQ(exit_status_of(r), 124);
+  EXPECT_FALSE(parse_exec_result(json::array()).ok());
+  EXPECT_FALSE(parse_exec_result({{"exit_code", "0"}}).ok());
+  EXPECT_FALSE(parse_exec_result(json::object()).ok());
+  auto p = parse_exec_result({{"exit_code", nullptr}, {"signal", 15}, {"duration_ms", 4}});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->signal, 15);
+  EXPECT_EQ(p->duration_ms, 4u);
+}
+
+TEST(ResolveSocket, FlagThenEnvironmentThenDefault) {
+  setenv("CARAPACE_SOCKET", "/env.sock", 1);
+  EXPECT_EQ(resolve_socket("/flag.sock"), "/flag.sock");
+  EXPECT_EQ(resolve_socket(""), "/env.sock");
+  unsetenv("CARAPACE_SOCKET");
+  EXPECT_EQ(resolve_socket(""), kDefaultSocket);
+}
+
+// A fake daemon: enough of docs/api.md to check what the client sends and how it reads answers.
+class DaemonClientTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    http::Router r;
+    ASSERT_TRUE(r.add("POST", "/sandboxes", [this](const http::HttpRequest& req) {
+                   record(req);
+                   auto body = http::parse_json_object(req.body, {"template", "timeout_s", "env"});
+                   if (!body.ok())
+                     return http::error_response(400, "bad_request", body.error().message);
+                   if ((*body)["template"] != "tpl-000000000001")
+                     return http::error_response(404, "not_found", "template tpl-x not found");
+                   return http::json_response(201, {{"id", "sb-000000000001"}});
+                 }).ok());
+    ASSERT_TRUE(r.add("DELETE", "/sandboxes/{id}", [this](const http::HttpRequest& req) {
+                   record(req);
+                   return http::HttpResponse{204, {}, {}};
+                 }).ok());
+    ASSERT_TRUE(r.add("GET", "/boom", [](const http::HttpRequest&) {
+                   return http::error_response(500, "internal", "something broke");
+                 }).ok());
+    ASSERT_TRUE(r.add("PUT", "/sandboxes/{id}/files", [this](const http::HttpRequest& req) {
+                   record(req);
+                   stored_ = req.body;
+                   return http::json_response(
+                       200, {{"path", std::string(req.query.get("path").value_or(""))},
+                             {"size", req.body.size()}});
+                 }).ok());
+    ASSERT_TRUE(
+        r.add("GET", "/sandboxes/{id}/files", [this](const http::HttpRequest& req) {
+           record(req);
+           return http::HttpResponse{200, {{"Content-Type", "application/octet-stream"}}, stored_};
+         }).ok());
+    ASSERT_TRUE(
+        r.add("POST", "/sandboxes/{id}/documents", [this](const http::HttpRequest& req) {
+           record(req);
+           return http::HttpResponse{200, {{"Content-Type", "application/pdf"}}, "%PDF-1.4"};
+         }).ok());
+    ASSERT_TRUE(
+        r.add_streaming(
+             "POST", "/sandboxes/{id}/exec",
+             [this](http::HttpRequest& req, http::ResponseWriter& w) {
+               record(req);
+               auto body = http::parse_json(req.body);
+               if (!body.ok() || !(*body).value("stream", false)) {
+                 (void)w.send(http::json_response(200, {{"exit_code", 2},
+                                                        {"signal", nullptr},
+                                                        {"stdout", "out"},
+                                                        {"stderr", "err"},
+                                                        {"timed_out", false},
+                                                        {"truncated", false},
+                                                        {"duration_ms", 5}}));
+                 return;
+               }
+               http::SseStream sse(w);
+               if (!sse.open().ok()) return;
+               if ((*body)["argv"][0] == "missing") {  // fails after the 200
+                 (void)sse.send(R"({"error":{"code":"bad_request","message":"no such program"}})",
+                                "error");
+                 (void)sse.close();
+                 return;
+               }
+               (void)sse.send(json({{"data", agent::base64_encode("hel")}}).dump(), "stdout");
+               (void)sse.send(json({{"data", agent::base64_encode("oops")}}).dump(), "stderr");
+               (void)sse.send(json({{"data", agent::base64_encode("lo\n")}}).dump(), "stdout");
+               (void)sse.send(json({{"exit_code", nullptr}, {"signal", 9}}).dump(), "exit");
+               (void)sse.close();
+             })
+            .ok());
+    ASSERT_TRUE(server_.start(std::move(r)));
+  }
+
+  void record(const http::HttpRequest& req) {
+    std::lock_guard lock(mu_);
+    targets_.push_back(req.method + " " + req.target);
+    bodies_.push_back(req.body);
+  }
+  std::string last_target() {
+    std::lock_guard lock(mu_);
+    return targets_.empty() ? "" : targets_.back();
+  }
+  std::string last_body() {
+    std::lock_guard lock(mu_);
+    return bodies_.empty() ? "" : bodies_.back();
+  }
+
+  http::test::TestServer server_;
+  std::mutex mu_;
+  std::vector<std::string> targets_, bodies_;
+  std::string stored_;
+};
+
+TEST_F(DaemonClientTest, CreateAndErrors) {
+  DaemonClient c(server_.path);
+  auto sb = c.post("/sandboxes", {{"template", "tpl-000000000001"}, {"env", {{"A", "1"}}}});
+  ASSERT_TRUE(sb.ok()) << sb.error().describe();
+  EXPECT_EQ((*sb)["id"], "sb-000000000001");
+  // 4xx: the API's message, marked as the caller's fault.
+  auto missing = c.post("/sandboxes", {{"template", "tpl-x"}});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message, "template tpl-x not found");
+  EXPECT_EQ(missing.error().kind, ErrorKind::kInvalidInput);
+  // 5xx and transport failures are the host's.
+  auto boom = c.get("/boom");
+  ASSERT_FALSE(boom.ok());
+  EXPECT_EQ(boom.error().message, "something broke");
+  EXPECT_EQ(boom.error().kind, ErrorKind::kHost);
+  DaemonClient nowhere(server_.dir.file("absent.sock"));
+  auto gone = nowhere.get("/health");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().kind, ErrorKind::kHost);
+  EXPECT_NE(gone.error().message.find("absent.sock"), std::string::npos);
+  // 204 is an empty (null) body.
+  auto del = c.del(sandbox_target("sb-000000000001"));
+  ASSERT_TRUE(del.ok());
+  EXPECT_TRUE(del->is_null());
+  EXPECT_EQ(last_target(), "DELETE /sandboxes/sb-000000000001");
+}
+
+TEST_F(DaemonClientTest, FilesAreRawBytesWithEncodedPaths) {
+  DaemonClient c(server_.path);
+  std::string bytes("a\0b\xff", 4);
+  auto put = c.put_file("sb-1", "dir/a b&c.bin", bytes);
+  ASSERT_TRUE(put.ok()) << put.error().describe();
+  EXPECT_EQ((*put)["path"], "dir/a b&c.bin");
+  EXPECT_EQ(last_target(), "PUT /sandboxes/sb-1/files?path=dir%2Fa%20b%26c.bin");
+  auto got = c.get_file("sb-1", "dir/a b&c.bin");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, bytes);
+  auto doc = c.document("sb-1", {{"title", "x"}}, "pdf");
+  ASSERT_TRUE(doc.ok());
+  EXPECT_EQ(*doc, "%PDF-1.4");
+  EXPECT_EQ(json::parse(last_body()), json({{"spec", {{"title", "x"}}}, {"format", "pdf"}}));
+}
+
+TEST_F(DaemonClientTest, ExecBufferedAndStreamed) {
+  DaemonClient c(server_.path);
+  ExecRequest req;
+  req.argv = {"sh", "-c", "x"};
+  req.env = {{"K", "V"}};
+  req.timeout_ms = 1000;
+  auto r = c.exec("sb-1", req);
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_EQ(r->exit_code, 2);
+  EXPECT_EQ(r->stdout_data, "out");
+  EXPECT_EQ(r->stderr_data, "err");
+  json sent = json::parse(last_body());
+  EXPECT_EQ(sent["argv"], json({"sh", "-c", "x"}));
+  EXPECT_EQ(sent["env"]["K"], "V");
+  EXPECT_EQ(sent["timeout_ms"], 1000);
+  EXPECT_EQ(sent["stream"], false);
+
+  std::string out, err;
+  r = c.exec(
+      "sb-1", req, [&](std::string_view b) { out.append(b); },
+      [&](std::string_view b) { err.append(b); });
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_EQ(out, "hello\n");
+  EXPECT_EQ(err, "oops");
+  EXPECT_EQ(r->signal, 9);
+  EXPECT_EQ(exit_status_of(*r), 137);
+  EXPECT_EQ(json::parse(last_body())["stream"], true);
+
+  // An `error` event after the stream started: the API's message, still a refused request.
+  req.argv = {"missing"};
+  r = c.exec(
+      "sb-1", req, [&](std::string_view) {}, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "no such program");
+  EXPECT_EQ(r.error().kind, ErrorKind::kInvalidInput);
+}
+
+}  // namespace
+}  // namespace carapace::sandbox

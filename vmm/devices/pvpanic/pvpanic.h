@@ -1,0 +1,32 @@
+// A pvpanic-style panic port (QEMU's ISA pvpanic device, I/O port 0x505): the guest writes bit 0
+// (PANICKED) when it panics, and the VMM ends the run with its own outcome, so a crash is told
+// apart from a clean reset (exit status 6; SECURITY-CHECKS 31). Reads return the events the
+// device supports. Bit 1 (CRASH_LOADED: a crash kernel takes over) is supported and ignored: the
+// guest goes on.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "vmm/devices/bus.h"
+
+namespace carapace {
+
+class PvPanic : public BusDevice {
+ public:
+  static constexpr uint64_t kPort = 0x505;
+  static constexpr uint8_t kPanicked = 1 << 0;
+  static constexpr uint8_t kCrashLoaded = 1 << 1;
+
+  // `on_panic` runs on the vCPU thread that wrote the port.
+  explicit PvPanic(std::function<void()> on_panic) : on_panic_(std::move(on_panic)) {}
+
+  void read(uint64_t offset, std::span<uint8_t> data) override;
+  void write(uint64_t offset, std::span<const uint8_t> data) override;
+
+ private:
+  std::function<void()> on_panic_;
+};
+
+}  // namespace carapace

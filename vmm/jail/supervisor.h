@@ -1,0 +1,66 @@
+// What every jail supervisor shares (`carapace jail` and the process isolation back end): the
+// jail folder under an flock with the leftovers of a dead supervisor removed, the cgroups, the stop
+// signals taken through a signalfd, and the wait on the child's pidfd.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+
+#include "vmm/base/result.h"
+#include "vmm/base/unique_fd.h"
+#include "vmm/jail/cgroup.h"
+
+namespace carapace {
+
+struct JailFolderSpec {
+  std::string base;  // the chroot base, e.g. /srv/carapace-jail
+  std::string id;
+  uid_t run_uid = 0;  // owner of <jail>/run (the jailed user, as the host sees it)
+  gid_t run_gid = 0;
+  std::string who = "carapace jail";  // prefix of the "removing leftovers" line
+
+  std::string dir() const { return base + "/" + id; }
+  std::string root_dir() const { return dir() + "/root"; }
+  std::string run_dir() const { return dir() + "/run"; }
+};
+
+// What one jail holds on the host; released in the destructor even on an early return.
+class JailFolder {
+ public:
+  JailFolder(JailFolderSpec spec, JailCgroups cgroups)
+      : spec_(std::move(spec)), cgroups_(std::move(cgroups)) {}
+  ~JailFolder() { (void)release(); }
+  JailFolder(const JailFolder&) = delete;
+  JailFolder& operator=(const JailFolder&) = delete;
+
+  // Creates (or takes over) the jail folder under a lock, removing what a dead supervisor of
+  // the same id left, then the cgroups, <jail>/root and <jail>/run.
+  Status acquire();
+  JailCgroups& cgroups() { return cgroups_; }
+  const JailFolderSpec& spec() const { return spec_; }
+  // Removes the cgroups and the jail folder (with anything the jailed process left in run/).
+  Status release();
+
+ private:
+  JailFolderSpec spec_;
+  JailCgroups cgroups_;
+  UniqueFd lock_;
+  bool owns_dir_ = false;
+  bool owns_cgroups_ = false;
+};
+
+// SIGINT, SIGTERM, SIGHUP, SIGQUIT: they end the jail. The supervisor blocks them and takes them
+// through a signalfd, then kills the child (a PID-namespace init ignores signals it has no
+// handler for, so forwarding would not do).
+sigset_t stop_signals();
+
+// Waits for the child behind `pidfd`, killing it on a stop signal read from `sigfd`; returns its
+// waitid() record.
+Result<siginfo_t> supervise_child(int pidfd, int sigfd);
+
+// The exit status a supervisor reports for its child: the child's, 128+N for signal N.
+int exit_status_of(const siginfo_t& si);
+
+}  // namespace carapace
