@@ -48,7 +48,10 @@ class Api:
         conn = UnixHTTPConnection(self.path)
         headers = {}
         data = None
-        if body is not None:
+        if isinstance(body, bytes):
+            data = body
+            headers["Content-Type"] = "application/octet-stream"
+        elif body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         conn.request(method, target, body=data, headers=headers)
@@ -86,6 +89,11 @@ def wait_pool(api, tpl, want, timeout=120):
 def documents(api, sb, out):
     with open(SPEC) as f:
         spec = json.load(f)
+    # The example's image: docgen resolves it in the sandbox's /work, so upload it first.
+    with open(os.path.join(os.path.dirname(SPEC), "chart.png"), "rb") as f:
+        chart = f.read()
+    step("PUT /sandboxes/{id}/files?path=chart.png",
+         lambda: api.call("PUT", f"/sandboxes/{sb}/files?path=chart.png", chart, raw=True))
     os.makedirs(out, exist_ok=True)
     for fmt in FORMATS:
         data = step(f"POST /sandboxes/{sb}/documents ({fmt})",

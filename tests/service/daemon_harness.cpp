@@ -73,7 +73,7 @@ void DaemonTest::start_daemon(const std::string& config_json) {
   no_fork.can_fork = false;
   o.service.factories[service::Isolation::kProcess] = fake_backend_factory(no_fork);
   o.service.default_isolation = service::Isolation::kMicrovm;
-  o.service.hardware_virtualization = true;
+  o.service.kvm = true;
   auto d = service::Daemon::start(std::move(o));
   ASSERT_TRUE(d.ok()) << d.error().describe();
   daemon_ = std::move(*d);

@@ -142,6 +142,110 @@ TEST_F(MicrovmBackendTest, TemplateBuildLeavesOnlyTheSnapshot) {
   EXPECT_EQ(entries(dir_), std::set<std::string>{"snapshot"});
   auto d = (*t)->describe();
   EXPECT_GT(d["build_ms"].get<double>(), 0);
+  EXPECT_EQ(d["snapshot_reused"], false);
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  FILE* f = fopen(path.c_str(), "w");
+  if (f == nullptr) return false;
+  const bool ok = fwrite(text.data(), 1, text.size(), f) == text.size();
+  return fclose(f) == 0 && ok;
+}
+
+// A file's identity: a snapshot written again gets a new state file (renamed over the old one).
+std::pair<ino_t, int64_t> identity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {0, 0};
+  return {st.st_ino, static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
+// A daemon restarted on the same folder (service_lifecycle.cpp reloads its templates) reuses the
+// snapshot its earlier run built: no boot, no new snapshot, and what the earlier run's VMMs left
+// (a crash: sockets and logs of pooled VMs, a boot VM's files, fork snapshots) is removed.
+TEST_F(MicrovmBackendTest, RestartReusesACompleteSnapshot) {
+  double built_ms = 0;
+  {
+    auto t = create_microvm_backend(spec(1), ctx());
+    ASSERT_TRUE(t.ok()) << t.error().describe();
+    EXPECT_EQ((*t)->describe()["snapshot_reused"], false);
+    built_ms = (*t)->describe()["build_ms"].get<double>();
+    ASSERT_TRUE(wait_ready(**t, 1));
+    (*t)->shutdown();
+  }
+  const auto state = identity(dir_ + "/snapshot/state");
+  ASSERT_NE(state.first, 0u);
+  // Leftovers of a crashed run.
+  for (const char* f : {"i0.api", "i0.vsock", "i7.log", "boot.console", "boot.vsock_52"})
+    ASSERT_TRUE(write_file(dir_ + "/" + f, "stale")) << f;
+  ASSERT_EQ(::mkdir((dir_ + "/forks").c_str(), 0700), 0);
+  ASSERT_TRUE(write_file(dir_ + "/template.json", "{}"));  // the daemon's: kept
+
+  auto t = create_microvm_backend(spec(1), ctx());
+  ASSERT_TRUE(t.ok()) << t.error().describe();
+  auto d = (*t)->describe();
+  EXPECT_EQ(d["snapshot_reused"], true) << d.dump();
+  const double reused_ms = d["build_ms"].get<double>();
+  printf("template built in %.1f ms, reused in %.1f ms\n", built_ms, reused_ms);
+  EXPECT_LT(reused_ms, built_ms);
+  // No boot VM ran and the snapshot was not written again.
+  EXPECT_EQ(identity(dir_ + "/snapshot/state"), state);
+  ASSERT_TRUE(wait_ready(**t, 1));
+  // Left: the snapshot, the daemon's record and the new pooled VM's files (named i0.* again).
+  std::set<std::string> left = entries(dir_);
+  std::erase_if(left, [](const std::string& e) { return e.starts_with("i0."); });
+  EXPECT_EQ(left, (std::set<std::string>{"snapshot", "template.json"}));
+  bool from_pool = false;
+  auto a = (*t)->acquire({}, &from_pool);
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_TRUE(from_pool);
+  expect_agent_answers(**a);
+  auto b = (*t)->acquire({}, nullptr);
+  ASSERT_TRUE(b.ok()) << b.error().describe();
+  expect_agent_answers(**b);
+  EXPECT_NE((*a)->agent().token, (*b)->agent().token);
+}
+
+// A snapshot that cannot be used (a corrupt state file; a build that died before it finished) is
+// removed and the template is built again.
+TEST_F(MicrovmBackendTest, RestartRebuildsAnInvalidOrUnfinishedSnapshot) {
+  {
+    auto t = create_microvm_backend(spec(0), ctx());
+    ASSERT_TRUE(t.ok()) << t.error().describe();
+  }
+  // Corrupt: one byte of the state file flipped (its checksum no longer matches).
+  {
+    const std::string state = dir_ + "/snapshot/state";
+    FILE* f = fopen(state.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(fseek(f, 40, SEEK_SET), 0);
+    int c = fgetc(f);
+    ASSERT_NE(c, EOF);
+    ASSERT_EQ(fseek(f, 40, SEEK_SET), 0);
+    fputc(c ^ 0xff, f);
+    fclose(f);
+  }
+  const auto corrupt = identity(dir_ + "/snapshot/state");
+  {
+    auto t = create_microvm_backend(spec(0), ctx());
+    ASSERT_TRUE(t.ok()) << t.error().describe();
+    EXPECT_EQ((*t)->describe()["snapshot_reused"], false);
+    EXPECT_NE(identity(dir_ + "/snapshot/state"), corrupt);
+    auto a = (*t)->acquire({}, nullptr);
+    ASSERT_TRUE(a.ok()) << a.error().describe();
+    expect_agent_answers(**a);
+  }
+  // Unfinished: the snapshot's token (written last) is missing.
+  ASSERT_EQ(::unlink((dir_ + "/snapshot/agent-token").c_str()), 0);
+  auto t = create_microvm_backend(spec(0), ctx());
+  ASSERT_TRUE(t.ok()) << t.error().describe();
+  EXPECT_EQ((*t)->describe()["snapshot_reused"], false);
+  EXPECT_TRUE(exists(dir_ + "/snapshot/agent-token"));
+  auto a = (*t)->acquire({}, nullptr);
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  expect_agent_answers(**a);
+  std::set<std::string> left = entries(dir_);
+  std::erase_if(left, [](const std::string& e) { return e.starts_with("i0."); });
+  EXPECT_EQ(left, std::set<std::string>{"snapshot"});
 }
 
 TEST_F(MicrovmBackendTest, AcquireMissWithoutPoolAndFreshTokenPerInstance) {
@@ -275,6 +379,20 @@ TEST_F(MicrovmBackendTest, PauseResumeAndWrongStates) {
   auto d = i.describe();
   for (const char* key : {"pid", "api_socket", "vsock_socket", "cid", "console"})
     EXPECT_TRUE(d.contains(key)) << key;
+  // The paths the daemon removes after a crash (backend.h): the VM's sockets and files, all
+  // inside the template's folder.
+  ASSERT_TRUE(d["files"].is_array()) << d.dump();
+  EXPECT_FALSE(d["files"].empty());
+  std::set<std::string> listed;
+  for (const auto& f : d["files"]) {
+    ASSERT_TRUE(f.is_string()) << f.dump();
+    const std::string path = f.get<std::string>();
+    EXPECT_EQ(path.rfind(dir_ + "/", 0), 0u) << path << " is outside " << dir_;
+    EXPECT_EQ(path.find("/../"), std::string::npos) << path;
+    listed.insert(path);
+  }
+  for (const char* key : {"api_socket", "vsock_socket", "console", "log"})
+    EXPECT_TRUE(listed.contains(d[key].get<std::string>())) << key << ": " << d["files"].dump();
 }
 
 TEST_F(MicrovmBackendTest, ForkGivesLiveChildrenWithOwnIdentities) {

@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "vmm/service/backend.h"
@@ -86,6 +88,23 @@ TEST_F(ProcessBackendTest, PoolExecPauseDestroySecurityChecks30) {
   EXPECT_TRUE(from_pool);
   const std::string name = ctx_.template_id + "-0";
   EXPECT_FALSE(exists(dir_ + "/" + name + ".token")) << "token file left after start";
+  // The paths the daemon removes after a crash (backend.h): all inside the template's folder,
+  // the agent socket and the jail among them.
+  {
+    const auto files = (*sb)->describe()["files"];
+    ASSERT_TRUE(files.is_array());
+    EXPECT_FALSE(files.empty());
+    std::set<std::string> listed;
+    for (const auto& f : files) {
+      ASSERT_TRUE(f.is_string()) << f.dump();
+      const std::string path = f.get<std::string>();
+      EXPECT_EQ(path.rfind(dir_ + "/", 0), 0u) << path << " is outside " << dir_;
+      EXPECT_EQ(path.find("/../"), std::string::npos) << path;
+      listed.insert(path);
+    }
+    EXPECT_TRUE(listed.contains((*sb)->agent().path)) << files.dump();
+    EXPECT_TRUE(listed.contains(dir_ + "/jails/" + name)) << files.dump();
+  }
   {
     auto c = (*sb)->agent().connect();
     ASSERT_TRUE(c.ok()) << c.error().describe();

@@ -78,7 +78,8 @@ int cmd_serve(const std::vector<std::string>& args) {
   }
   options.service.carapace_exe.assign(exe, static_cast<size_t>(n));
   bool kvm = service::kvm_can_create_vm();
-  options.service.hardware_virtualization = kvm;
+  options.service.kvm = kvm;
+  options.service.cpu_virtualization = service::cpu_virtualization_flag();
   // The process back end (weaker than a microVM: the workload shares the host kernel).
   options.service.factories[service::Isolation::kProcess] = service::create_process_backend;
   if (kvm)

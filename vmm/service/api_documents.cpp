@@ -1,6 +1,6 @@
 // POST /sandboxes/{id}/documents: runs the sandbox's own `docgen` (guest/docgen) on a spec and
-// returns the document. The spec and the output live in the sandbox's .carapace/ folder only for
-// the call; docgen validates the spec, so its messages are the 400's.
+// returns the document. The output lives in the sandbox's .carapace/ folder only for the call;
+// docgen validates the spec, so its messages are the 400's.
 #include <atomic>
 #include <sstream>
 
@@ -57,17 +57,20 @@ http::HttpResponse make_document(SandboxService& svc, const http::HttpRequest& r
     return api_error_response(internal("agent unreachable: " + client.error().describe()));
 
   uint64_t n = ++counter;
-  std::string spec_path = ".carapace/spec-" + std::to_string(n) + ".json";
+  // The output goes to a folder of its own; the spec goes on docgen's stdin and docgen runs in the
+  // sandbox's work directory, so image paths in the spec are relative to /work, where the caller
+  // put them with PUT /files.
   std::string out_path = ".carapace/doc-" + std::to_string(n) + "." + format;
-  if (Status s = client->put_file(spec_path, (*body)["spec"].dump(), 0600, true); !s.ok())
+  if (Status s = client->put_file(".carapace/.keep", "", 0600, true); !s.ok())
     return api_error_response(agent_api_error(s.error()));
 
   AgentExecOptions opts;
   opts.env = target->env;
   opts.timeout_ms = kDocgenTimeoutMs;
   opts.max_output = 256 * 1024;
+  opts.stdin_data = (*body)["spec"].dump();
   std::string err;
-  auto run = client->exec({"docgen", "--spec", spec_path, "--out", out_path}, opts, nullptr,
+  auto run = client->exec({"docgen", "--spec", "-", "--out", out_path}, opts, nullptr,
                           [&](std::string_view b) { err.append(b); });
   http::HttpResponse resp;
   if (!run.ok()) {
@@ -95,7 +98,7 @@ http::HttpResponse make_document(SandboxService& svc, const http::HttpRequest& r
   if (client->fd() >= 0) {
     AgentExecOptions rm;
     rm.timeout_ms = 10'000;
-    (void)client->exec({"rm", "-f", "--", spec_path, out_path}, rm, nullptr, nullptr);
+    (void)client->exec({"rm", "-f", "--", out_path}, rm, nullptr, nullptr);
   }
   return resp;
 }

@@ -6,6 +6,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "vmm/api/http/auth.h"
 #include "vmm/api/http/json_util.h"
 #include "vmm/base/unique_fd.h"
@@ -19,6 +22,20 @@ bool kvm_can_create_vm() {
   if (!kvm.valid()) return false;
   UniqueFd vm(::ioctl(kvm.get(), KVM_CREATE_VM, 0));
   return vm.valid();
+}
+
+std::string cpu_virtualization_flag() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line);
+    std::string w;
+    while (words >> w)
+      if (w == "vmx" || w == "svm") return w;
+    return "none";
+  }
+  return "none";
 }
 
 Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions options) {

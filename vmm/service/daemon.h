@@ -35,6 +35,8 @@ class Daemon {
 
 // Whether this host can run microVMs: /dev/kvm opens and KVM_CREATE_VM succeeds.
 bool kvm_can_create_vm();
+// "vmx", "svm" or "none": the CPU flag in /proc/cpuinfo, reported by GET /health.
+std::string cpu_virtualization_flag();
 
 // Serves until SIGTERM or SIGINT; 0 after a clean shutdown, 1 when the daemon could not start.
 int run_daemon(DaemonOptions options);

@@ -2,6 +2,8 @@
 // sandbox is a `carapace restore` process of its own. A pool of VMs restored ahead of time, with
 // their vCPUs parked (`--paused`: no CPU while they wait), makes a hand-out a resume, a
 // post_restore and a ping.
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 
 #include "vmm/api/http/http_client.h"
 #include "vmm/base/log.h"
+#include "vmm/base/unique_fd.h"
 #include "vmm/service/backend.h"
 #include "vmm/service/microvm_args.h"
 #include "vmm/service/microvm_instance.h"
@@ -46,12 +49,77 @@ void remove_tree(const std::string& path) {
   std::filesystem::remove_all(path, ec);
 }
 
+// The snapshot's agent token, kept beside the snapshot so that a daemon restarted on the same
+// folder can reuse it (post_restore needs it). It tells nothing new to whoever can read the
+// folder: the memory file next to it holds the same token. Written last, after the snapshot is
+// complete, so its presence marks a finished build.
+constexpr char kTokenFile[] = "agent-token";
+
+Status write_token(const std::string& snapshot_dir, const std::string& token) {
+  const std::string path = snapshot_dir + "/" + kTokenFile;
+  const std::string tmp = path + ".tmp";
+  ::unlink(tmp.c_str());
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) return sys_error("create " + tmp);
+  const std::string line = token + "\n";
+  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
+      ::fsync(fd.get()) != 0) {
+    Error e = sys_error("write " + tmp);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Error e = sys_error("rename " + tmp);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  return {};
+}
+
+Result<std::string> read_token(const std::string& snapshot_dir) {
+  const std::string path = snapshot_dir + "/" + kTokenFile;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) return sys_error("open " + path);
+  char buf[2 * kTokenBytes + 2];
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+  if (n < 0) return sys_error("read " + path);
+  std::string token(buf, static_cast<size_t>(n));
+  if (!token.empty() && token.back() == '\n') token.pop_back();
+  if (token.size() != 2 * kTokenBytes ||
+      token.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return make_error(path + ": not a token");
+  return token;
+}
+
+// What VMMs of an earlier run on this folder (a daemon that crashed: its VMMs died with it) left:
+// the boot VM's and the instances' sockets and files, and fork snapshots. The snapshot and
+// anything not ours (the daemon's template.json) stay.
+void remove_stale_vm_files(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> stale;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const size_t dot = name.find('.');
+    const std::string stem = name.substr(0, dot);
+    const bool vm_file = dot != std::string::npos &&
+                         (stem == "boot" || stem == "reuse" ||
+                          (stem.size() > 1 && stem[0] == 'i' &&
+                           stem.find_first_not_of("0123456789", 1) == std::string::npos));
+    if (vm_file || name == "forks") stale.push_back(dir + "/" + name);
+  }
+  ::closedir(d);
+  for (const auto& path : stale)
+    remove_tree(path);
+}
+
 class MicrovmTemplate : public TemplateBackend {
  public:
   MicrovmTemplate(TemplateSpec spec, BackendContext ctx)
       : spec_(std::move(spec)), ctx_(std::move(ctx)), snapshot_dir_(ctx_.dir + "/snapshot") {}
   ~MicrovmTemplate() override { shutdown(); }
 
+  // Reuses a complete snapshot an earlier run left in the folder, else boots and snapshots.
   Status build();
   void start_refill();
 
@@ -63,18 +131,26 @@ class MicrovmTemplate : public TemplateBackend {
 
  private:
   // A VM restored from `snapshot` with a fresh identity, vCPUs parked.
-  Result<std::unique_ptr<MicrovmInstance>> restore_paused(const std::string& snapshot);
+  Result<std::unique_ptr<MicrovmInstance>> restore_paused(const std::string& snapshot,
+                                                          const std::string& name = {});
   std::string hostname(const MicrovmInstance& vm) const {
     return ctx_.template_id + "-" + std::to_string(vm.cid());
   }
   void refill_loop();
   Status wait_for_agent(VmmProcess& boot, const VmPaths& paths);
+  // Boots the template's VM, waits for its agent and snapshots it.
+  Status boot_and_snapshot();
+  // Checks the snapshot in the folder the way a sandbox would use it: one VM restored from it
+  // (the VMM's loader checks the state file, the memory file and the CPU) and handed out with the
+  // recorded token; that VM is then destroyed.
+  Status reuse_snapshot();
 
   const TemplateSpec spec_;
   const BackendContext ctx_;
   const std::string snapshot_dir_;
   std::string token_;  // the snapshot's agent token: only post_restore uses it
   double build_ms_ = 0;
+  bool reused_ = false;  // the snapshot came from an earlier run (no boot)
   std::atomic<uint64_t> next_vm_{0};
   std::atomic<uint64_t> next_fork_{0};
 
@@ -111,6 +187,45 @@ Status MicrovmTemplate::wait_for_agent(VmmProcess& boot, const VmPaths& paths) {
 
 Status MicrovmTemplate::build() {
   const auto t0 = Clock::now();
+  remove_stale_vm_files(ctx_.dir);
+  struct stat st {};
+  if (::lstat(snapshot_dir_.c_str(), &st) == 0) {
+    Status s = reuse_snapshot();
+    if (s.ok()) {
+      reused_ = true;
+      build_ms_ = ms_since(t0);
+      LOG_INFO("template %s: reused the snapshot in %s (%.0f ms)", ctx_.template_id.c_str(),
+               snapshot_dir_.c_str(), build_ms_);
+      return {};
+    }
+    LOG_WARN(
+        "template %s: the snapshot in %s cannot be reused (%s); removing it and building "
+        "the template again",
+        ctx_.template_id.c_str(), snapshot_dir_.c_str(), s.error().describe().c_str());
+    remove_tree(snapshot_dir_);
+    remove_stale_vm_files(ctx_.dir);
+  }
+  TRY_STATUS(boot_and_snapshot());
+  build_ms_ = ms_since(t0);
+  return {};
+}
+
+Status MicrovmTemplate::reuse_snapshot() {
+  struct stat st {};
+  if (::lstat(snapshot_dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return make_error(snapshot_dir_ + " is not a folder");
+  const std::string state = snapshot_dir_ + "/state";
+  if (::lstat(state.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return make_error("no state file (an unfinished snapshot)");
+  token_ = TRY(read_token(snapshot_dir_));
+  auto vm = TRY(restore_paused(snapshot_dir_, "reuse"));
+  Status s = vm->hand_out(token_, ctx_.template_id + "-reuse", kHandOutTimeout);
+  vm->destroy();
+  if (!s.ok()) return make_error("trial restore: " + s.error().describe());
+  return {};
+}
+
+Status MicrovmTemplate::boot_and_snapshot() {
   token_ = TRY(random_hex(kTokenBytes));
   const VmPaths paths = vm_paths(ctx_.dir, "boot");
   auto boot = VmmProcess::spawn(
@@ -143,7 +258,10 @@ Status MicrovmTemplate::build() {
   }
   // The snapshot is complete (written atomically): the boot VM has nothing left to do.
   cleanup();
-  build_ms_ = ms_since(t0);
+  if (Status s = write_token(snapshot_dir_, token_); !s.ok()) {
+    remove_tree(snapshot_dir_);
+    return make_error("template build: " + s.error().describe());
+  }
   return {};
 }
 
@@ -152,8 +270,8 @@ void MicrovmTemplate::start_refill() {
 }
 
 Result<std::unique_ptr<MicrovmInstance>> MicrovmTemplate::restore_paused(
-    const std::string& snapshot) {
-  const VmPaths paths = vm_paths(ctx_.dir, "i" + std::to_string(next_vm_++));
+    const std::string& snapshot, const std::string& name) {
+  const VmPaths paths = vm_paths(ctx_.dir, name.empty() ? "i" + std::to_string(next_vm_++) : name);
   const uint32_t cid = cids().next();
   return MicrovmInstance::start_paused(
       restore_argv(spec_, ctx_.carapace_exe, snapshot, paths, cid, ctx_.seccomp), paths, cid,
@@ -276,11 +394,11 @@ PoolStats MicrovmTemplate::pool_stats() {
 }
 
 nlohmann::json MicrovmTemplate::describe() const {
-  return nlohmann::json{{"build_ms", build_ms_},
-                        {"snapshot", snapshot_dir_},
-                        {"vcpus", spec_.vcpus},
-                        {"mem_mib", spec_.mem_mib},
-                        {"console_max_bytes", kConsoleMaxBytes}};
+  // "snapshot_reused": the snapshot an earlier run left was checked and reused (build_ms is then
+  // that check), else it was built now (boot + agent + snapshot).
+  return nlohmann::json{{"build_ms", build_ms_},      {"snapshot", snapshot_dir_},
+                        {"snapshot_reused", reused_}, {"vcpus", spec_.vcpus},
+                        {"mem_mib", spec_.mem_mib},   {"console_max_bytes", kConsoleMaxBytes}};
 }
 
 void MicrovmTemplate::shutdown() {

@@ -165,9 +165,13 @@ std::string MicrovmInstance::exit_description() {
 }
 
 nlohmann::json MicrovmInstance::describe() const {
+  // "files": everything this VM has on disk (all inside the template's folder), for the daemon's
+  // crash recovery (backend.h). The vsock device's "<vsock>_<port>" sockets are the host
+  // listeners', not the VMM's.
   return nlohmann::json{
       {"pid", process_.pid()}, {"api_socket", paths_.api_sock}, {"vsock_socket", paths_.vsock_uds},
-      {"cid", cid_},           {"console", paths_.console},     {"log", paths_.log}};
+      {"cid", cid_},           {"console", paths_.console},     {"log", paths_.log},
+      {"files", paths_.all()}};
 }
 
 std::map<std::string, uint64_t> MicrovmInstance::counters() {

@@ -140,7 +140,12 @@ class ProcessInstance : public Instance {
                           {"jail", paths_.jail_base + "/" + paths_.name},
                           {"cgroup", "carapace/process-" + paths_.name},
                           {"host_uid", uid_},
-                          {"paused", paused_}};
+                          {"paused", paused_},
+                          // For the daemon's crash recovery (backend.h): all inside ctx.dir. The
+                          // cgroups are not files of the state dir: remove_leftovers() and the
+                          // supervisor's own clean-up handle them.
+                          {"files", nlohmann::json::array({paths_.sock, paths_.token, paths_.log,
+                                                           paths_.jail_base + "/" + paths_.name})}};
   }
   std::map<std::string, uint64_t> counters() override { return {}; }
 

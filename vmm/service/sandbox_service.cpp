@@ -126,7 +126,8 @@ json SandboxService::health() {
   return {{"version", options_.version},
           {"isolation", isolations},
           {"default_isolation", isolation_name(options_.default_isolation)},
-          {"hardware_virtualization", options_.hardware_virtualization},
+          {"kvm", options_.kvm},
+          {"cpu_virtualization", options_.cpu_virtualization},
           {"sandboxes", sandboxes_.size()},
           {"templates", templates_.size()}};
 }

@@ -40,7 +40,10 @@ struct ServiceOptions {
   // One per isolation this daemon offers; a template asking for another one is refused (400).
   std::map<Isolation, BackendFactory> factories;
   Isolation default_isolation = Isolation::kProcess;
-  bool hardware_virtualization = false;
+  bool kvm = false;  // /dev/kvm opens and KVM_CREATE_VM works
+  // "vmx", "svm" or "none" (/proc/cpuinfo): informational; without it KVM may be an emulating
+  // module (such as PVM) on which a standard Linux guest boots very slowly.
+  std::string cpu_virtualization = "none";
   std::string carapace_exe;
   std::string agent_exe;
   std::string version = "0.1.0";

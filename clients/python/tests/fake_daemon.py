@@ -112,7 +112,7 @@ class FakeDaemon:
         if parts == ["health"]:
             return h.send_json(200, {"version": "0.1.0", "isolation": ["process"],
                                      "default_isolation": "process",
-                                     "hardware_virtualization": False,
+                                     "kvm": False, "cpu_virtualization": "none",
                                      "sandboxes": len(self.sandboxes),
                                      "templates": len(self.templates)})
         if parts == ["templates"] and m == "POST":
