@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdarg>
+#include <cstdint>
 
 namespace carapace {
 
@@ -11,6 +12,8 @@ enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 void set_log_level(LogLevel level);
 LogLevel log_level();
 void log_message(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+// Lines not written because of the rate or size limit (SECURITY-CHECKS 29; see log.cpp).
+uint64_t log_lines_dropped();
 
 }  // namespace carapace
 

@@ -299,6 +299,7 @@ std::map<std::string, uint64_t> Machine::counters() const {
     out["console_bytes_dropped"] = console_->dropped();
   }
   if (virtio_) virtio_->add_counters(out);
+  out["log_lines_dropped"] = log_lines_dropped();  // the VMM's stderr is rate limited too
   return out;
 }
 
