@@ -98,7 +98,7 @@ http::HttpResponse make_document(SandboxService& svc, const http::HttpRequest& r
   if (client->fd() >= 0) {
     AgentExecOptions rm;
     rm.timeout_ms = 10'000;
-    (void)client->exec({"rm", "-f", "--", out_path}, rm, nullptr, nullptr);
+    (void)client->exec({"rm", "-f", "--", out_path, ".carapace/.keep"}, rm, nullptr, nullptr);
   }
   return resp;
 }
