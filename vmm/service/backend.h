@@ -29,15 +29,15 @@ const char* isolation_name(Isolation i);  // "microvm" | "process"
 // daemon before a back end sees them.
 struct TemplateSpec {
   Isolation isolation = Isolation::kMicrovm;
-  std::string kernel;     // microvm: an ELF kernel (our guest kernel, or the test guest)
-  std::string initrd;     // microvm: optional
-  std::string rootfs;     // microvm: read-only root drive (optional); process: required (ext4 image)
+  std::string kernel;  // microvm: an ELF kernel (our guest kernel, or the test guest)
+  std::string initrd;  // microvm: optional
+  std::string rootfs;  // microvm: read-only root drive (optional); process: required (ext4 image)
   std::string boot_args;  // microvm: appended to the kernel command line
   uint32_t vcpus = 1;
   uint32_t mem_mib = 256;
-  uint32_t pool_size = 2;            // instances kept ready (0: none, every create restores)
-  uint32_t agent_timeout_s = 60;     // boot → agent answers ping
-  bool network = false;              // microvm: a virtio-net device (egress per sandbox policy)
+  uint32_t pool_size = 2;         // instances kept ready (0: none, every create restores)
+  uint32_t agent_timeout_s = 60;  // boot → agent answers ping
+  bool network = false;           // microvm: a virtio-net device (egress per sandbox policy)
 };
 
 // Where and how to reach one instance's agent.
@@ -97,8 +97,7 @@ class TemplateBackend {
   // `count` children of a running instance, each with its own identity and token; the parent
   // keeps running (is left as it was on failure). Back ends that cannot fork say so (invalid
   // input).
-  virtual Result<std::vector<std::unique_ptr<Instance>>> fork(Instance& parent,
-                                                              uint32_t count) = 0;
+  virtual Result<std::vector<std::unique_ptr<Instance>>> fork(Instance& parent, uint32_t count) = 0;
   virtual PoolStats pool_stats() = 0;
   // Template build time and anything worth showing in GET /templates/{id}.
   virtual nlohmann::json describe() const = 0;
