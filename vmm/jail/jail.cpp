@@ -59,26 +59,11 @@ int run_jail(const JailConfig& cfg) {
   UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
 
   int pidfd = -1;
-  clone_args args{};
-  args.flags = CLONE_PIDFD | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
-  if (cfg.netns == JailNetNs::kNew) args.flags |= CLONE_NEWNET;
-  args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
-  // Born in the unified tree's cgroup: no migration to pay for there.
-  UniqueFd v2_fd;
-  if (!jail.cgroups().v2_dir().empty()) {
-    v2_fd = UniqueFd(::open(jail.cgroups().v2_dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!v2_fd.valid()) return fail(sys_error("open " + jail.cgroups().v2_dir()));
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(v2_fd.get());
-  }
-  fflush(nullptr);
-  // clone3 without a stack behaves like fork; the supervisor is single-threaded, so the child
-  // may allocate until it execs.
-  long pid = ::syscall(SYS_clone3, &args, sizeof args);
-  if (pid < 0) return fail(sys_error("clone3"));
+  auto cloned =
+      clone_into_jail(jail, cfg.netns == JailNetNs::kNew ? uint64_t{CLONE_NEWNET} : 0, &pidfd);
+  if (!cloned.ok()) return fail(cloned.error());
+  const long pid = *cloned;
   if (pid == 0) {
-    v2_fd.reset();
     sync_w.reset();
     err_r.reset();
     sigfd.reset();
@@ -91,7 +76,6 @@ int run_jail(const JailConfig& cfg) {
 
   // The limits are in place before the child drops privileges and execs.
   std::string setup_error, child_error;
-  v2_fd.reset();
   if (Status s = jail.cgroups().add_process(static_cast<pid_t>(pid), true); !s.ok()) {
     setup_error = s.error().describe();
     ::syscall(SYS_pidfd_send_signal, child.get(), SIGKILL, nullptr, 0);

@@ -187,23 +187,10 @@ int run_process_sandbox(const ProcessSandboxConfig& cfg) {
   UniqueFd ctl(sp[0]), child_ctl(sp[1]);
 
   int pidfd = -1;
-  clone_args args{};
-  args.flags =
-      CLONE_PIDFD | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET;
-  args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
-  UniqueFd v2_fd;
-  if (!jail.cgroups().v2_dir().empty()) {
-    v2_fd = UniqueFd(::open(jail.cgroups().v2_dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!v2_fd.valid()) return fail(sys_error("open " + jail.cgroups().v2_dir()));
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(v2_fd.get());
-  }
-  fflush(nullptr);
-  long pid = ::syscall(SYS_clone3, &args, sizeof args);
-  if (pid < 0) return fail(sys_error("clone3"));
+  auto cloned = clone_into_jail(jail, CLONE_NEWNET, &pidfd);
+  if (!cloned.ok()) return fail(cloned.error());
+  const long pid = *cloned;
   if (pid == 0) {
-    v2_fd.reset();
     ctl.reset();
     sigfd.reset();
     ProcessChildPlan plan{&cfg, uid, gid, token, child_ctl.get()};
@@ -211,7 +198,6 @@ int run_process_sandbox(const ProcessSandboxConfig& cfg) {
   }
   UniqueFd child(pidfd);
   child_ctl.reset();
-  v2_fd.reset();
   token.assign(token.size(), '0');
 
   AgentSockLink link(cfg.agent_sock, jail.spec().run_dir() + "/agent.sock");

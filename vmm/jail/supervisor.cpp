@@ -1,6 +1,7 @@
 #include "vmm/jail/supervisor.h"
 
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/signalfd.h>
@@ -70,6 +71,25 @@ sigset_t stop_signals() {
 int exit_status_of(const siginfo_t& si) {
   if (si.si_code == CLD_EXITED) return si.si_status;
   return 128 + si.si_status;
+}
+
+Result<long> clone_into_jail(JailFolder& folder, uint64_t extra_flags, int* pidfd) {
+  clone_args args{};
+  args.flags = CLONE_PIDFD | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | extra_flags;
+  args.pidfd = reinterpret_cast<uintptr_t>(pidfd);
+  args.exit_signal = SIGCHLD;
+  UniqueFd v2_fd;  // closed on return, in the parent and in the child
+  const std::string& v2_dir = folder.cgroups().v2_dir();
+  if (!v2_dir.empty()) {
+    v2_fd = UniqueFd(::open(v2_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!v2_fd.valid()) return sys_error("open " + v2_dir);
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(v2_fd.get());
+  }
+  fflush(nullptr);
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid < 0) return sys_error("clone3");
+  return pid;
 }
 
 Result<siginfo_t> supervise_child(int pidfd, int sigfd) {

@@ -51,6 +51,13 @@ class JailFolder {
   bool owns_cgroups_ = false;
 };
 
+// clone3 of a jail's first process: new mount, PID, IPC and UTS namespaces plus `extra_flags`
+// (e.g. CLONE_NEWNET), a pidfd, and born in the unified tree's cgroup of `folder` when there is
+// one (no migration to pay for there). Like fork: 0 in the child, the child's pid in the parent,
+// where `*pidfd` is set. Without a stack the child shares nothing, so a single-threaded
+// supervisor's child may allocate until it execs.
+Result<long> clone_into_jail(JailFolder& folder, uint64_t extra_flags, int* pidfd);
+
 // SIGINT, SIGTERM, SIGHUP, SIGQUIT: they end the jail. The supervisor blocks them and takes them
 // through a signalfd, then kills the child (a PID-namespace init ignores signals it has no
 // handler for, so forwarding would not do).
