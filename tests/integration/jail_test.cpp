@@ -275,6 +275,37 @@ TEST_F(JailKvm, LiveJailedVmmIsConfinedAndSigkillCleansUp) {
   expect_cleaned_up(id);
 }
 
+// SECURITY-CHECKS 32: `--proc pids` gives the jail a /proc of its own PID namespace with the
+// process directories only (what sparse snapshots read: /proc/self/pagemap), none of the host's
+// processes and no system-wide files such as /proc/sys or /proc/kcore.
+TEST_F(JailKvm, ProcPidsShowsOnlyTheJailsOwnProcesses) {
+  ASSERT_TRUE(jail_prerequisites());
+  const std::string id = "proc-pids-1";
+  RunningProcess sup(jail_argv(id, "idle", {"--proc", "pids"}));
+  ASSERT_TRUE(sup.started());
+  ASSERT_TRUE(sup.wait_for_output("idle ready", std::chrono::seconds(30))) << sup.err();
+  const int vmm = child_of(sup.pid());
+  ASSERT_GT(vmm, 0);
+  const std::string proc = "/proc/" + std::to_string(vmm) + "/root/proc";
+  std::set<std::string> entries = list_dir(proc);
+  EXPECT_TRUE(entries.count("1")) << "the VMM is PID 1 of the jail's namespace";
+  EXPECT_TRUE(entries.count("self"));
+  for (const std::string& e : entries)
+    EXPECT_TRUE(e == "self" || e == "thread-self" ||
+                e.find_first_not_of("0123456789") == std::string::npos)
+        << "unexpected /proc/" << e;
+  for (const char* hidden : {"sys", "kcore", "sysrq-trigger", "kallsyms", "mounts", "cpuinfo"})
+    EXPECT_FALSE(entries.count(hidden)) << hidden;
+  // Only the jail's processes: the host's PID 1 and this test are not there.
+  EXPECT_FALSE(entries.count(std::to_string(getpid())));
+  EXPECT_LE(entries.size(), 8u);
+  EXPECT_NE(read_text(proc + "/1/status").find("Seccomp:\t2"), std::string::npos);
+  ASSERT_EQ(kill(sup.pid(), SIGTERM), 0);
+  auto r = sup.finish(std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL) << describe(r);
+  expect_cleaned_up(id);
+}
+
 // SECURITY-CHECKS 30: a VM past its memory limit dies alone; the supervisor says why and
 // cleans up; a neighbouring jailed VM keeps running.
 TEST_F(JailKvm, MemoryLimitKillsOnlyThatVm) {

@@ -1,5 +1,7 @@
 // The daemon's config file and pure helpers: parsing (every field optional, unknown ones refused),
 // token files, label escaping and histogram rendering.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "vmm/service/daemon_config.h"
@@ -15,6 +17,9 @@ TEST(DaemonConfig, EmptyObjectGivesDefaults) {
   EXPECT_EQ(c->on_shutdown, OnShutdown::kDestroy);
   EXPECT_FALSE(c->tcp.has_value());
   EXPECT_TRUE(c->seccomp);
+  EXPECT_FALSE(c->jail.has_value());
+  // Unset, VMMs are jailed whenever the daemon can jail them: as root, with seccomp.
+  EXPECT_EQ(jail_microvms(*c), ::geteuid() == 0);
 }
 
 TEST(DaemonConfig, EveryField) {
@@ -39,6 +44,16 @@ TEST(DaemonConfig, EveryField) {
   EXPECT_EQ(c->tcp->port, 8080);
   EXPECT_EQ(c->tcp->token_file, "/etc/token");
   EXPECT_FALSE(c->seccomp);
+  EXPECT_FALSE(jail_microvms(*c));  // without seccomp, the jail is off unless asked for
+}
+
+TEST(DaemonConfig, JailCanBeSetEitherWay) {
+  auto on = parse_daemon_config(R"({"jail": true})");
+  ASSERT_TRUE(on.ok()) << on.error().describe();
+  EXPECT_TRUE(jail_microvms(*on));
+  auto off = parse_daemon_config(R"({"jail": false})");
+  ASSERT_TRUE(off.ok()) << off.error().describe();
+  EXPECT_FALSE(jail_microvms(*off));
 }
 
 TEST(DaemonConfig, BadInputNamesTheField) {
@@ -58,6 +73,8 @@ TEST(DaemonConfig, BadInputNamesTheField) {
       {R"({"tcp": {"port": 70000, "token_file": "/t"}})", "port"},
       {R"({"tcp": {"token_file": "/t", "host": "0.0.0.0"}})", "tcp.host"},
       {R"({"seccomp": "yes"})", "seccomp"},
+      {R"({"jail": 1})", "jail"},
+      {R"({"jail": true, "seccomp": false})", "jail"},
       {R"([])", "object"},
       {R"({"a": )", "(file)"},
   };

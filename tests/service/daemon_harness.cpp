@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "vmm/jail/jail_fs.h"
 #include "vmm/service/json_log.h"
 #include "vmm/service/state_store.h"
 
@@ -55,7 +56,7 @@ void DaemonTest::TearDown() {
   if (HasFailure()) std::cerr << "daemon log:\n" << read_text_file(dir_ + "/daemon.log");
   EXPECT_EQ(g_fake_instances.load(), 0) << "fake instances leaked";
   EXPECT_EQ(g_agent_sanitizer_reports.exchange(0), 0) << "an agent reported a sanitizer error";
-  (void)service::remove_tree(dir_);
+  (void)carapace::remove_tree(dir_);
 }
 
 void DaemonTest::start_daemon(const std::string& config_json) {

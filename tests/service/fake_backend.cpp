@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "vmm/jail/jail_fs.h"
 #include "vmm/service/state_store.h"
 
 namespace carapace::testing {
@@ -107,7 +108,7 @@ class FakeInstance : public Instance {
         break;
       }
     }
-    (void)service::remove_tree(dir_);
+    (void)carapace::remove_tree(dir_);
   }
 
   const AgentEndpoint& agent() const override { return endpoint_; }

@@ -31,9 +31,9 @@ TEST(MicrovmArgs, BootCommandLineCarriesDevicesAndToken) {
   EXPECT_TRUE(has_pair(argv, "--drive", "path=/r.ext4,ro=on"));
   EXPECT_TRUE(has_pair(argv, "--vcpus", "2"));
   EXPECT_TRUE(has_pair(argv, "--mem", "128"));
-  EXPECT_TRUE(has_pair(argv, "--vsock", "cid=7,uds=/state/tpl/boot.vsock"));
-  EXPECT_TRUE(has_pair(argv, "--api-sock", "/state/tpl/boot.api"));
-  EXPECT_TRUE(has_pair(argv, "--console", "file:/state/tpl/boot.console,max=1048576"));
+  EXPECT_TRUE(has_pair(argv, "--vsock", "cid=7,uds=/state/tpl/boot/vsock"));
+  EXPECT_TRUE(has_pair(argv, "--api-sock", "/state/tpl/boot/api"));
+  EXPECT_TRUE(has_pair(argv, "--console", "file:/state/tpl/boot/console,max=1048576"));
   EXPECT_TRUE(has_pair(argv, "--cmdline", "testguest.run=agent-ping carapace.token=abcd"));
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--initrd"), 0);
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--no-seccomp"), 0);
@@ -49,13 +49,71 @@ TEST(MicrovmArgs, RestoreIsPausedWithItsOwnIdentity) {
   EXPECT_EQ(argv[1], "restore");
   EXPECT_TRUE(has_pair(argv, "--snapshot", "/s/snapshot"));
   EXPECT_NE(std::find(argv.begin(), argv.end(), "--paused"), argv.end());
-  EXPECT_TRUE(has_pair(argv, "--vsock", "cid=42,uds=/s/i3.vsock"));
-  EXPECT_TRUE(has_pair(argv, "--api-sock", "/s/i3.api"));
+  EXPECT_TRUE(has_pair(argv, "--vsock", "cid=42,uds=/s/i3/vsock"));
+  EXPECT_TRUE(has_pair(argv, "--api-sock", "/s/i3/api"));
   // No drive in the template, none at restore (the device count must match the snapshot).
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--drive"), 0);
   // The token never goes on a restore's command line.
   for (const auto& a : argv)
     EXPECT_EQ(a.find("token"), std::string::npos) << a;
+}
+
+TEST(MicrovmArgs, EachVmHasItsOwnFolder) {
+  VmPaths p = vm_paths("/s", "i3");
+  EXPECT_EQ(p.dir, "/s/i3");
+  for (const std::string& f : {p.api_sock, p.vsock_uds, p.console, p.log, p.snapshot_out})
+    EXPECT_EQ(f.rfind("/s/i3/", 0), 0u) << f;
+}
+
+// SECURITY-CHECKS 32: the jail a daemon-made VMM runs in: its own uid, a new network namespace,
+// /proc of its own processes, limits sized from the template, read-only binds for what it reads
+// and its folder as the only writable one.
+TEST(MicrovmArgs, JailedCommandLineWrapsTheVmm) {
+  TemplateSpec spec;
+  spec.kernel = "/k";
+  spec.rootfs = "/r.ext4";
+  spec.vcpus = 2;
+  spec.mem_mib = 256;
+  VmPaths p = vm_paths("/s/tpl-1", "i3");
+  VmJail j = vm_jail(spec, "/s/tpl-1", "tpl-1-abcd", "i3", p, {"/s/tpl-1/snapshot", "/r.ext4", ""},
+                     261234);
+  EXPECT_EQ(j.id, "vm-tpl-1-abcd-i3");
+  EXPECT_EQ(j.chroot_base, "/s/tpl-1/jails");
+  EXPECT_EQ(j.dir(), "/s/tpl-1/jails/vm-tpl-1-abcd-i3");
+  EXPECT_EQ(j.mem_limit_mib, 256 + kVmmMemOverheadMib);
+  EXPECT_EQ(j.cpu_quota_pct, 300u);
+  EXPECT_EQ(j.fsize_mib, 256u + 64);
+  EXPECT_EQ(j.binds,
+            (std::vector<std::string>{"/s/tpl-1/snapshot:ro", "/r.ext4:ro", "/s/tpl-1/i3"}));
+  auto vmm = restore_argv(spec, "/bin/carapace", "/s/tpl-1/snapshot", p, 9);
+  auto argv = jailed_argv(j, "/bin/carapace", vmm);
+  EXPECT_EQ(argv[0], "/bin/carapace");
+  EXPECT_EQ(argv[1], "jail");
+  EXPECT_TRUE(has_pair(argv, "--id", "vm-tpl-1-abcd-i3"));
+  EXPECT_TRUE(has_pair(argv, "--exec-file", "/bin/carapace"));
+  EXPECT_TRUE(has_pair(argv, "--uid", "261234"));
+  EXPECT_TRUE(has_pair(argv, "--gid", "261234"));
+  EXPECT_TRUE(has_pair(argv, "--netns", "new"));
+  EXPECT_TRUE(has_pair(argv, "--proc", "pids"));
+  EXPECT_TRUE(has_pair(argv, "--mem-limit", std::to_string(256 + kVmmMemOverheadMib)));
+  EXPECT_TRUE(has_pair(argv, "--bind", "/s/tpl-1/i3"));
+  // After "--": the VMM's own command line without its argv[0] (the jail runs --exec-file).
+  auto dash = std::find(argv.begin(), argv.end(), "--");
+  ASSERT_NE(dash, argv.end());
+  EXPECT_EQ(std::vector<std::string>(dash + 1, argv.end()),
+            std::vector<std::string>(vmm.begin() + 1, vmm.end()));
+  // Ids stay within the jail's alphabet and length.
+  VmJail odd = vm_jail(spec, "/s", std::string(80, '_'), "i1", p, {}, 261235);
+  EXPECT_LE(odd.id.size(), 64u);
+  EXPECT_EQ(
+      odd.id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-"),
+      std::string::npos);
+  const uid_t u1 = next_vm_uid(), u2 = next_vm_uid();
+  EXPECT_NE(u1, u2);
+  for (uid_t u : {u1, u2}) {
+    EXPECT_GE(u, kVmUidBase);
+    EXPECT_LT(u, kVmUidBase + kVmUidSpan);
+  }
 }
 
 TEST(MicrovmArgs, CidsAreUniqueAndSkipReservedOnes) {

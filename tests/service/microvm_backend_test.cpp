@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "tests/integration/process_runner.h"
+#include "tests/service/microvm_test_util.h"
 #include "vmm/api/agent_client.h"
 #include "vmm/api/http/http_client.h"
 #include "vmm/service/backend.h"
@@ -28,113 +29,14 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::lstat(p.c_str(), &st) == 0;
-}
+// Every test runs twice: VMMs as the daemon's children (Plain), and each inside `carapace jail`
+// (Jailed, the daemon's default as root).
+INSTANTIATE_TEST_SUITE_P(Vmm, MicrovmBackendTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "Jailed" : "Plain");
+                         });
 
-bool pid_alive(int pid) {
-  // Our children are reaped by the back end: a zombie would still answer kill(0).
-  return pid > 0 && ::kill(pid, 0) == 0;
-}
-
-// Files in `dir` (not recursive), sorted.
-std::set<std::string> entries(const std::string& dir) {
-  std::set<std::string> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    out.insert(e.path().filename().string());
-  return out;
-}
-
-// The pid of a `carapace restore` of this template's snapshot (a pooled VM), or -1.
-int pooled_vmm_pid(const std::string& dir) {
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    FILE* f = fopen(("/proc/" + name + "/cmdline").c_str(), "r");
-    if (!f) continue;
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    std::string cmdline(buf, n);
-    if (cmdline.find(dir + "/snapshot") != std::string::npos &&
-        cmdline.find("restore") != std::string::npos)
-      return std::stoi(name);
-  }
-  return -1;
-}
-
-// utime + stime of a process, in clock ticks.
-uint64_t cpu_ticks(int pid) {
-  FILE* f = fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (!f) return 0;
-  char buf[1024];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  const char* p = strrchr(buf, ')');  // the command name may hold spaces
-  unsigned long long utime = 0, stime = 0;
-  if (p == nullptr ||
-      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
-    return 0;
-  return utime + stime;
-}
-
-class MicrovmBackendTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(exists("/dev/kvm")) << "these tests need /dev/kvm";
-    ASSERT_TRUE(exists(CARAPACE_TESTGUEST)) << "build the testguest target first";
-    char tmpl[] = "/tmp/mvb.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  TemplateSpec spec(uint32_t pool, const std::string& scenario = "agent-ping") {
-    TemplateSpec s;
-    s.kernel = CARAPACE_TESTGUEST;
-    s.boot_args = "testguest.run=" + scenario;
-    s.mem_mib = 64;
-    s.pool_size = pool;
-    s.agent_timeout_s = 20;
-    return s;
-  }
-  BackendContext ctx() {
-    BackendContext c;
-    c.template_id = "tpl-test";
-    c.dir = dir_;
-    c.carapace_exe = CARAPACE_BINARY;
-    return c;
-  }
-  // Waits until the pool holds `n` ready VMs.
-  bool wait_ready(TemplateBackend& t, uint32_t n, std::chrono::milliseconds limit = 20s) {
-    auto until = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < until) {
-      if (t.pool_stats().ready >= n) return true;
-      std::this_thread::sleep_for(20ms);
-    }
-    return false;
-  }
-
-  std::string dir_;
-};
-
-// Pings the instance's agent with its own token and checks the answer.
-void expect_agent_answers(Instance& inst) {
-  auto c = inst.agent().connect();
-  ASSERT_TRUE(c.ok()) << c.error().describe();
-  c->set_io_timeout_ms(5000);
-  auto p = c->ping();
-  ASSERT_TRUE(p.ok()) << p.error().describe();
-  EXPECT_TRUE(p->token_set);
-}
-
-TEST_F(MicrovmBackendTest, TemplateBuildLeavesOnlyTheSnapshot) {
+TEST_P(MicrovmBackendTest, TemplateBuildLeavesOnlyTheSnapshot) {
   auto t = create_microvm_backend(spec(0), ctx());
   ASSERT_TRUE(t.ok()) << t.error().describe();
   EXPECT_TRUE(exists(dir_ + "/snapshot"));
@@ -162,7 +64,7 @@ std::pair<ino_t, int64_t> identity(const std::string& path) {
 // A daemon restarted on the same folder (service_lifecycle.cpp reloads its templates) reuses the
 // snapshot its earlier run built: no boot, no new snapshot, and what the earlier run's VMMs left
 // (a crash: sockets and logs of pooled VMs, a boot VM's files, fork snapshots) is removed.
-TEST_F(MicrovmBackendTest, RestartReusesACompleteSnapshot) {
+TEST_P(MicrovmBackendTest, RestartReusesACompleteSnapshot) {
   double built_ms = 0;
   {
     auto t = create_microvm_backend(spec(1), ctx());
@@ -174,10 +76,24 @@ TEST_F(MicrovmBackendTest, RestartReusesACompleteSnapshot) {
   }
   const auto state = identity(dir_ + "/snapshot/state");
   ASSERT_NE(state.first, 0u);
-  // Leftovers of a crashed run.
+  // Leftovers of a crashed run: VM folders, files of the older one-file-per-socket layout, a
+  // fork snapshot, and (jailed) a dead jail with its cgroups.
+  for (const char* d : {"i0", "i7", "boot"}) {
+    ASSERT_EQ(::mkdir((dir_ + "/" + d).c_str(), 0700), 0) << d;
+    ASSERT_TRUE(write_file(dir_ + "/" + d + "/vsock_52", "stale")) << d;
+  }
   for (const char* f : {"i0.api", "i0.vsock", "i7.log", "boot.console", "boot.vsock_52"})
     ASSERT_TRUE(write_file(dir_ + "/" + f, "stale")) << f;
   ASSERT_EQ(::mkdir((dir_ + "/forks").c_str(), 0700), 0);
+  std::vector<std::string> stale_cgroups;
+  if (jailed_) {
+    const std::string id = "vm-stale-" + std::to_string(::getpid());
+    ::mkdir((dir_ + "/jails").c_str(), 0711);  // the earlier run's jails left the folder
+    ASSERT_EQ(::mkdir((dir_ + "/jails/" + id).c_str(), 0711), 0);
+    ASSERT_EQ(::mkdir((dir_ + "/jails/" + id + "/run").c_str(), 0700), 0);
+    stale_cgroups = make_stale_cgroups(id);
+    ASSERT_FALSE(stale_cgroups.empty()) << "no cgroup hierarchy to make a stale jail's cgroup in";
+  }
   ASSERT_TRUE(write_file(dir_ + "/template.json", "{}"));  // the daemon's: kept
 
   auto t = create_microvm_backend(spec(1), ctx());
@@ -191,10 +107,17 @@ TEST_F(MicrovmBackendTest, RestartReusesACompleteSnapshot) {
   // No boot VM ran and the snapshot was not written again.
   EXPECT_EQ(identity(dir_ + "/snapshot/state"), state);
   ASSERT_TRUE(wait_ready(**t, 1));
-  // Left: the snapshot, the daemon's record and the new pooled VM's files (named i0.* again).
+  // Left: the snapshot, the daemon's record and the new pooled VM's folder (named i0 again) and
+  // its jail; the stale jail's cgroups are gone.
   std::set<std::string> left = entries(dir_);
-  std::erase_if(left, [](const std::string& e) { return e.starts_with("i0."); });
+  left.erase("i0");
+  if (jailed_) {
+    EXPECT_EQ(left.erase("jails"), 1u);
+    EXPECT_EQ(entries(dir_ + "/jails").size(), 1u);  // the new pooled VM's jail only
+  }
   EXPECT_EQ(left, (std::set<std::string>{"snapshot", "template.json"}));
+  for (const auto& cg : stale_cgroups)
+    EXPECT_FALSE(exists(cg)) << "stale cgroup left: " << cg;
   bool from_pool = false;
   auto a = (*t)->acquire({}, &from_pool);
   ASSERT_TRUE(a.ok()) << a.error().describe();
@@ -208,7 +131,7 @@ TEST_F(MicrovmBackendTest, RestartReusesACompleteSnapshot) {
 
 // A snapshot that cannot be used (a corrupt state file; a build that died before it finished) is
 // removed and the template is built again.
-TEST_F(MicrovmBackendTest, RestartRebuildsAnInvalidOrUnfinishedSnapshot) {
+TEST_P(MicrovmBackendTest, RestartRebuildsAnInvalidOrUnfinishedSnapshot) {
   {
     auto t = create_microvm_backend(spec(0), ctx());
     ASSERT_TRUE(t.ok()) << t.error().describe();
@@ -245,11 +168,12 @@ TEST_F(MicrovmBackendTest, RestartRebuildsAnInvalidOrUnfinishedSnapshot) {
   ASSERT_TRUE(a.ok()) << a.error().describe();
   expect_agent_answers(**a);
   std::set<std::string> left = entries(dir_);
-  std::erase_if(left, [](const std::string& e) { return e.starts_with("i0."); });
+  left.erase("i0");
+  if (jailed_) left.erase("jails");
   EXPECT_EQ(left, std::set<std::string>{"snapshot"});
 }
 
-TEST_F(MicrovmBackendTest, AcquireMissWithoutPoolAndFreshTokenPerInstance) {
+TEST_P(MicrovmBackendTest, AcquireMissWithoutPoolAndFreshTokenPerInstance) {
   auto t = create_microvm_backend(spec(0), ctx());
   ASSERT_TRUE(t.ok()) << t.error().describe();
   bool from_pool = true;
@@ -277,7 +201,7 @@ TEST_F(MicrovmBackendTest, AcquireMissWithoutPoolAndFreshTokenPerInstance) {
   EXPECT_EQ(agent_error_code(r.error()), "unauthorized") << r.error().describe();
 }
 
-TEST_F(MicrovmBackendTest, PoolHitThenRefill) {
+TEST_P(MicrovmBackendTest, PoolHitThenRefill) {
   auto t = create_microvm_backend(spec(2), ctx());
   ASSERT_TRUE(t.ok()) << t.error().describe();
   ASSERT_TRUE(wait_ready(**t, 2)) << "pool never filled";
@@ -296,14 +220,14 @@ TEST_F(MicrovmBackendTest, PoolHitThenRefill) {
 }
 
 // A pooled VM must not use CPU while it waits: its vCPUs are parked (carapace restore --paused).
-TEST_F(MicrovmBackendTest, PooledVmsAreParked) {
+TEST_P(MicrovmBackendTest, PooledVmsAreParked) {
   auto t = create_microvm_backend(spec(1), ctx());
   ASSERT_TRUE(t.ok()) << t.error().describe();
   ASSERT_TRUE(wait_ready(**t, 1));
   // Find the pooled VM's API socket and ask it.
   std::string api;
   for (const auto& e : entries(dir_))
-    if (e.size() > 4 && e.ends_with(".api")) api = dir_ + "/" + e;
+    if (e.starts_with("i") && exists(dir_ + "/" + e + "/api")) api = dir_ + "/" + e + "/api";
   ASSERT_FALSE(api.empty());
   auto r = http::http_request(api, "GET", "/vm");
   ASSERT_TRUE(r.ok()) << r.error().describe();
@@ -319,7 +243,7 @@ TEST_F(MicrovmBackendTest, PooledVmsAreParked) {
 
 // SECURITY-CHECKS 31: a pooled VM killed behind the back end's back is detected at acquire and
 // replaced; the sandbox handed out is alive and its agent answers.
-TEST_F(MicrovmBackendTest, DeadPooledVmIsReplacedAtAcquire) {
+TEST_P(MicrovmBackendTest, DeadPooledVmIsReplacedAtAcquire) {
   auto t = create_microvm_backend(spec(1), ctx());
   ASSERT_TRUE(t.ok()) << t.error().describe();
   ASSERT_TRUE(wait_ready(**t, 1));
@@ -338,7 +262,7 @@ TEST_F(MicrovmBackendTest, DeadPooledVmIsReplacedAtAcquire) {
 // SECURITY-CHECKS 31: a pooled VM that is alive but wedged (its VMM stopped: neither the control
 // API nor the agent answers) is not handed out; it is killed and the sandbox comes from a fresh
 // restore, within a few seconds.
-TEST_F(MicrovmBackendTest, WedgedPooledVmIsKilledAndReplaced) {
+TEST_P(MicrovmBackendTest, WedgedPooledVmIsKilledAndReplaced) {
   auto t = create_microvm_backend(spec(1), ctx());
   ASSERT_TRUE(t.ok()) << t.error().describe();
   ASSERT_TRUE(wait_ready(**t, 1));
@@ -355,7 +279,7 @@ TEST_F(MicrovmBackendTest, WedgedPooledVmIsKilledAndReplaced) {
   expect_agent_answers(**a);
 }
 
-TEST_F(MicrovmBackendTest, PauseResumeAndWrongStates) {
+TEST_P(MicrovmBackendTest, PauseResumeAndWrongStates) {
   auto t = create_microvm_backend(spec(0), ctx());
   ASSERT_TRUE(t.ok()) << t.error().describe();
   auto a = (*t)->acquire({}, nullptr);
@@ -378,7 +302,7 @@ TEST_F(MicrovmBackendTest, PauseResumeAndWrongStates) {
   EXPECT_TRUE(counters.contains("console_bytes_dropped"));
   EXPECT_TRUE(counters.contains("vsock_bad_packets"));
   auto d = i.describe();
-  for (const char* key : {"pid", "api_socket", "vsock_socket", "cid", "console"})
+  for (const char* key : {"pid", "folder", "api_socket", "vsock_socket", "cid", "console"})
     EXPECT_TRUE(d.contains(key)) << key;
   // The paths the daemon removes after a crash (backend.h): the VM's sockets and files, all
   // inside the template's folder.
@@ -392,11 +316,17 @@ TEST_F(MicrovmBackendTest, PauseResumeAndWrongStates) {
     EXPECT_EQ(path.find("/../"), std::string::npos) << path;
     listed.insert(path);
   }
+  // The VM's folder holds its sockets and files; a jailed VM's jail folder is listed too.
+  EXPECT_TRUE(listed.contains(d["folder"].get<std::string>())) << d["files"].dump();
   for (const char* key : {"api_socket", "vsock_socket", "console", "log"})
-    EXPECT_TRUE(listed.contains(d[key].get<std::string>())) << key << ": " << d["files"].dump();
+    EXPECT_EQ(d[key].get<std::string>().rfind(d["folder"].get<std::string>() + "/", 0), 0u)
+        << key << ": " << d.dump();
+  if (jailed_) {
+    EXPECT_TRUE(listed.contains(d["jail"]["dir"].get<std::string>())) << d.dump();
+  }
 }
 
-TEST_F(MicrovmBackendTest, ForkGivesLiveChildrenWithOwnIdentities) {
+TEST_P(MicrovmBackendTest, ForkGivesLiveChildrenWithOwnIdentities) {
   auto t = create_microvm_backend(spec(0), ctx());
   ASSERT_TRUE(t.ok()) << t.error().describe();
   auto parent = (*t)->acquire({}, nullptr);
@@ -421,7 +351,7 @@ TEST_F(MicrovmBackendTest, ForkGivesLiveChildrenWithOwnIdentities) {
   EXPECT_TRUE(entries(dir_ + "/forks").empty());
 }
 
-TEST_F(MicrovmBackendTest, DestroyCleansEverything) {
+TEST_P(MicrovmBackendTest, DestroyCleansEverything) {
   auto t = create_microvm_backend(spec(1), ctx());
   ASSERT_TRUE(t.ok()) << t.error().describe();
   auto a = (*t)->acquire({}, nullptr);
@@ -442,7 +372,7 @@ TEST_F(MicrovmBackendTest, DestroyCleansEverything) {
 
 // SECURITY-CHECKS 31: a guest whose agent never answers fails the build within its timeout, with
 // a one-line error naming the step, and leaves nothing running or behind.
-TEST_F(MicrovmBackendTest, SilentAgentFailsCleanlyWithinTimeout) {
+TEST_P(MicrovmBackendTest, SilentAgentFailsCleanlyWithinTimeout) {
   TemplateSpec s = spec(2, "idle");
   s.mem_mib = 128;  // idle fills 16 MiB at 64 MiB
   s.agent_timeout_s = 3;
@@ -459,7 +389,7 @@ TEST_F(MicrovmBackendTest, SilentAgentFailsCleanlyWithinTimeout) {
 }
 
 // A boot VM that ends at once (unknown scenario: the guest resets) fails the build at once.
-TEST_F(MicrovmBackendTest, GuestThatExitsFailsTheBuildAtOnce) {
+TEST_P(MicrovmBackendTest, GuestThatExitsFailsTheBuildAtOnce) {
   auto t = create_microvm_backend(spec(0, "no-such-scenario"), ctx());
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().describe().find("ended before its agent answered"), std::string::npos)
@@ -467,7 +397,7 @@ TEST_F(MicrovmBackendTest, GuestThatExitsFailsTheBuildAtOnce) {
   EXPECT_TRUE(entries(dir_).empty());
 }
 
-TEST_F(MicrovmBackendTest, BadSpecsAreRefused) {
+TEST_P(MicrovmBackendTest, BadSpecsAreRefused) {
   TemplateSpec s = spec(0);
   s.network = true;
   auto t = create_microvm_backend(s, ctx());
@@ -480,7 +410,7 @@ TEST_F(MicrovmBackendTest, BadSpecsAreRefused) {
 
 // SECURITY-CHECKS 29: a guest flooding its serial port writes at most the file console's cap;
 // the rest is dropped and counted (carapace run --console file:PATH,max=BYTES).
-TEST_F(MicrovmBackendTest, SerialFloodIsBoundedByTheConsoleCap) {
+TEST_F(MicrovmVmmTest, SerialFloodIsBoundedByTheConsoleCap) {
   const std::string console = dir_ + "/flood.console";
   auto r =
       testing::run_process({CARAPACE_BINARY, "run", "--kernel", CARAPACE_TESTGUEST, "--mem", "64",
@@ -497,7 +427,7 @@ TEST_F(MicrovmBackendTest, SerialFloodIsBoundedByTheConsoleCap) {
 
 // SECURITY-CHECKS 31: a guest panic (pvpanic port 0x505) ends the VMM with its own status, 6,
 // and the back end's process wrapper names it.
-TEST_F(MicrovmBackendTest, GuestPanicHasItsOwnExitStatus) {
+TEST_F(MicrovmVmmTest, GuestPanicHasItsOwnExitStatus) {
   const std::string log = dir_ + "/panic.log";
   auto p = VmmProcess::spawn({CARAPACE_BINARY, "run", "--kernel", CARAPACE_TESTGUEST, "--mem", "64",
                               "--cmdline", "testguest.run=panic", "--console", "file:" + log},
@@ -510,7 +440,7 @@ TEST_F(MicrovmBackendTest, GuestPanicHasItsOwnExitStatus) {
 
 // Not a test on its own: the daemon stand-in of VmmsDieWithTheDaemon (it runs only when that
 // test starts this binary with CARAPACE_MVB_ORPHAN_DIR set).
-TEST_F(MicrovmBackendTest, OrphanHelper) {
+TEST_P(MicrovmBackendTest, OrphanHelper) {
   const char* dir = getenv("CARAPACE_MVB_ORPHAN_DIR");
   if (dir == nullptr) return;  // an ordinary run: nothing to do
   // This process is killed, so its TearDown never runs: its own folder goes now.
@@ -534,7 +464,7 @@ TEST_F(MicrovmBackendTest, OrphanHelper) {
 
 // A daemon that dies, even by SIGKILL, takes its VMMs with it (they are forked on one long-lived
 // thread with PR_SET_PDEATHSIG): nothing is left running.
-TEST_F(MicrovmBackendTest, VmmsDieWithTheDaemon) {
+TEST_P(MicrovmBackendTest, VmmsDieWithTheDaemon) {
   if (getenv("CARAPACE_MVB_ORPHAN_DIR") != nullptr) return;
   const std::string helper_dir = dir_ + "/helper";
   ASSERT_EQ(::mkdir(helper_dir.c_str(), 0700), 0);
@@ -543,7 +473,10 @@ TEST_F(MicrovmBackendTest, VmmsDieWithTheDaemon) {
   ASSERT_GT(n, 0);
   self[n] = 0;
   ::setenv("CARAPACE_MVB_ORPHAN_DIR", helper_dir.c_str(), 1);
-  testing::RunningProcess daemon({self, "--gtest_filter=MicrovmBackendTest.OrphanHelper"});
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string name = info->name();  // "VmmsDieWithTheDaemon/Plain"
+  testing::RunningProcess daemon({self, std::string("--gtest_filter=") + info->test_suite_name() +
+                                            ".OrphanHelper" + name.substr(name.find('/'))});
   ::unsetenv("CARAPACE_MVB_ORPHAN_DIR");
   ASSERT_TRUE(daemon.started());
   ASSERT_TRUE(daemon.wait_for_output("orphan-helper ready", 60s)) << daemon.out() << daemon.err();
@@ -569,6 +502,23 @@ TEST_F(MicrovmBackendTest, VmmsDieWithTheDaemon) {
   while (vmms() > 0 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(20ms);
   EXPECT_EQ(vmms(), 0) << "VMMs outlived their daemon";
+  if (jailed_) {
+    // Their supervisors died by SIGKILL too: jail folders and cgroups stay until the next daemon
+    // on this folder reloads the template, which removes them (as here).
+    std::vector<std::string> cgroups;
+    for (const auto& id : entries(helper_dir + "/jails"))
+      for (const auto& cg : jail_cgroup_dirs(id))
+        cgroups.push_back(cg);
+    EXPECT_FALSE(cgroups.empty()) << "expected the dead jails' cgroups";
+    BackendContext c = ctx();
+    c.dir = helper_dir;
+    auto t = create_microvm_backend(spec(0), c);
+    ASSERT_TRUE(t.ok()) << t.error().describe();
+    EXPECT_EQ((*t)->describe()["snapshot_reused"], true);
+    for (const auto& cg : cgroups)
+      EXPECT_FALSE(exists(cg)) << "stale cgroup left: " << cg;
+    EXPECT_TRUE(entries(helper_dir + "/jails").empty());
+  }
 }
 
 }  // namespace

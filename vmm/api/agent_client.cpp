@@ -14,6 +14,7 @@
 #include "guest/agent/protocol/base64.h"
 #include "guest/agent/protocol/errors.h"
 #include "guest/agent/protocol/frame.h"
+#include "vmm/base/unix_socket_path.h"
 
 namespace carapace {
 
@@ -62,16 +63,13 @@ Result<AgentFileInfo> parse_info(const json& j) {
   return info;
 }
 
-Result<UniqueFd> connect_path(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) return make_error("socket path too long: " + path);
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+Result<UniqueFd> connect_path(const std::string& path, bool follow_socket_link) {
+  UnixSocketTarget target = TRY(unix_socket_target(path, follow_socket_link));
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return sys_error("socket");
   int rc;
   do {
-    rc = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    rc = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&target.addr), target.len);
   } while (rc < 0 && errno == EINTR);
   if (rc < 0) return sys_error("connect " + path);
   return fd;
@@ -85,13 +83,14 @@ std::string agent_error_code(const Error& e) {
 
 AgentClient::AgentClient(UniqueFd fd) : fd_(std::move(fd)), next_id_(random_first_id()) {}
 
-Result<AgentClient> AgentClient::connect_unix(const std::string& path) {
-  return AgentClient(TRY(connect_path(path)));
+Result<AgentClient> AgentClient::connect_unix(const std::string& path, bool follow_socket_link) {
+  return AgentClient(TRY(connect_path(path, follow_socket_link)));
 }
 
 Result<AgentClient> AgentClient::connect_vsock_uds(const std::string& path, uint32_t port,
-                                                   int handshake_timeout_ms) {
-  UniqueFd fd = TRY(connect_path(path));
+                                                   int handshake_timeout_ms,
+                                                   bool follow_socket_link) {
+  UniqueFd fd = TRY(connect_path(path, follow_socket_link));
   TRY_STATUS(agent::send_all(fd.get(), "CONNECT " + std::to_string(port) + "\n"));
   // Byte by byte up to the newline: what follows it is already the agent's stream.
   std::string line;

@@ -74,13 +74,15 @@ using AgentOutputFn = std::function<void(std::string_view)>;
 class AgentClient {
  public:
   // A Unix socket the agent listens on itself (carapace-agent --listen unix:PATH).
-  static Result<AgentClient> connect_unix(const std::string& path);
+  // `follow_socket_link` false refuses a symbolic link as the socket (vmm/base/unix_socket_path.h).
+  static Result<AgentClient> connect_unix(const std::string& path, bool follow_socket_link = true);
   // A VM's hybrid vsock socket (Firecracker style): "CONNECT <port>\n", then "OK <n>\n".
   // `handshake_timeout_ms` bounds the wait for that line (a guest that lost the request, e.g.
   // while taking a transport reset after a restore, never answers it).
   static Result<AgentClient> connect_vsock_uds(const std::string& path,
                                                uint32_t port = agent::kAgentVsockPort,
-                                               int handshake_timeout_ms = 5000);
+                                               int handshake_timeout_ms = 5000,
+                                               bool follow_socket_link = true);
 
   void set_token(std::string token) { token_ = std::move(token); }
   // Longest wait for each reply frame; -1 (default) waits forever.

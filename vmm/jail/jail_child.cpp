@@ -89,6 +89,14 @@ Status build_root(const JailChildPlan& plan) {
   TRY_STATUS(do_mount(cfg.run_dir(), root + "/run", nullptr, MS_BIND));
   TRY_STATUS(do_mount("", root + "/run", nullptr,
                       MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC));
+  if (cfg.proc == JailProc::kPids) {
+    // This process is PID 1 of the jail's PID namespace, so the new procfs shows the jail's
+    // processes only; subset=pid leaves out /proc/sys, /proc/sysrq-trigger, /proc/kcore and
+    // every other system-wide file.
+    TRY_STATUS(make_dirs(root + "/proc", 0555));
+    TRY_STATUS(do_mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                        "subset=pid,hidepid=invisible"));
+  }
   TRY_STATUS(do_mount("", root, nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID));
 
   if (::chdir(root.c_str()) != 0) return sys_error("chdir " + root);

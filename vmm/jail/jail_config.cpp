@@ -20,6 +20,7 @@ const char kJailUsage[] =
     "  --chroot-base DIR       where jails live (default /srv/carapace-jail): DIR/ID/root\n"
     "  --bind PATH[:ro]        bind-mount a host file or directory at the same path (repeatable)\n"
     "  --netns new|none        a new, empty network namespace (default) or the host's\n"
+    "  --proc none|pids        no /proc (default), or one showing only the jail's processes\n"
     "  --mem-limit MiB         memory cgroup limit (swap included)\n"
     "  --cpu-quota PCT         CPU bandwidth, 100 = one CPU\n"
     "  --pids-max N            pids cgroup limit\n"
@@ -140,6 +141,14 @@ Result<JailConfig> parse_jail_args(const std::vector<std::string>& args) {
         cfg.netns = JailNetNs::kNone;
       } else {
         return bad("--netns: expected new or none, got '" + v + "'");
+      }
+    } else if (a == "--proc") {
+      if (v == "none") {
+        cfg.proc = JailProc::kNone;
+      } else if (v == "pids") {
+        cfg.proc = JailProc::kPids;
+      } else {
+        return bad("--proc: expected none or pids, got '" + v + "'");
       }
     } else if (a == "--mem-limit") {
       cfg.mem_limit_mib = TRY(parse_u64(a, v, 1, 1ull << 30));

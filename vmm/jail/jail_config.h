@@ -19,6 +19,10 @@ struct JailBind {
 };
 
 enum class JailNetNs { kNew, kNone };
+// /proc in the jail: none (default), or the jail's own processes only (procfs with subset=pid,
+// hidepid=invisible in the jail's PID namespace: /proc/self/pagemap for sparse snapshots, and
+// what sanitizer runtimes read, without /proc/sys or any other process).
+enum class JailProc { kNone, kPids };
 enum class CgroupVersion { kAuto, kV1, kV2 };
 
 struct JailConfig {
@@ -29,6 +33,7 @@ struct JailConfig {
   std::string chroot_base = "/srv/carapace-jail";
   std::vector<JailBind> binds;
   JailNetNs netns = JailNetNs::kNew;
+  JailProc proc = JailProc::kNone;
   uint64_t mem_limit_mib = 0;  // 0: no memory limit
   uint32_t cpu_quota_pct = 0;  // 0: no CPU quota; 100 = one CPU
   uint64_t pids_max = 0;       // 0: no pids limit

@@ -59,7 +59,13 @@ Status remove_dir_contents(int dirfd, const std::string& what) {
 
 Status remove_tree(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid()) return errno == ENOENT ? ok_status() : sys_error("open " + path);
+  if (!fd.valid()) {
+    if (errno == ENOENT) return ok_status();
+    // A file, socket or link: removed itself (a link is never followed).
+    if (errno != ENOTDIR && errno != ELOOP) return sys_error("open " + path);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return sys_error("remove " + path);
+    return ok_status();
+  }
   TRY_STATUS(remove_dir_contents(fd.get(), path));
   if (::rmdir(path.c_str()) != 0 && errno != ENOENT) return sys_error("rmdir " + path);
   return ok_status();

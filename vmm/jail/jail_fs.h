@@ -13,7 +13,8 @@ namespace carapace {
 
 // Removes everything inside the directory `dirfd` (not the directory itself).
 Status remove_dir_contents(int dirfd, const std::string& what);
-// Removes `path` and everything below it; a missing path is not an error.
+// Removes `path` and, for a directory, everything below it (links are removed, not followed;
+// other mounts are not entered); a missing path is not an error.
 Status remove_tree(const std::string& path);
 // mkdir -p for `path` (absolute), each new directory with `mode`.
 Status make_dirs(const std::string& path, mode_t mode);

@@ -60,6 +60,18 @@ Status JailFolder::release() {
   return result;
 }
 
+Status remove_jail_leftovers(const std::string& base, const std::string& id,
+                             const std::string& cgroup_id) {
+  const std::string dir = base + "/" + id;
+  UniqueFd lock(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (lock.valid() && ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0)
+    return ok_status();  // a live supervisor owns it
+  auto mounts = TRY(detect_cgroup_mounts());
+  auto cgroups = TRY(JailCgroups::plan(mounts, CgroupVersion::kAuto, {}, cgroup_id));
+  TRY_STATUS(cgroups.remove_stale());
+  return remove_tree(dir);
+}
+
 sigset_t stop_signals() {
   sigset_t set;
   sigemptyset(&set);

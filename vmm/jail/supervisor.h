@@ -51,6 +51,12 @@ class JailFolder {
   bool owns_cgroups_ = false;
 };
 
+// What a jail whose supervisor was SIGKILLed leaves, removed from outside: anything still running
+// in cgroups carapace/<cgroup_id> is killed, those cgroups and the folder <base>/<id> go. A jail
+// whose supervisor is alive (its folder locked) is left alone. Nothing there is not an error.
+Status remove_jail_leftovers(const std::string& base, const std::string& id,
+                             const std::string& cgroup_id);
+
 // clone3 of a jail's first process: new mount, PID, IPC and UTS namespaces plus `extra_flags`
 // (e.g. CLONE_NEWNET), a pidfd, and born in the unified tree's cgroup of `folder` when there is
 // one (no migration to pay for there). Like fork: 0 in the child, the child's pid in the parent,

@@ -7,8 +7,9 @@ const char* isolation_name(Isolation i) {
 }
 
 Result<AgentClient> AgentEndpoint::connect() const {
-  auto client =
-      kind == Kind::kUnix ? AgentClient::connect_unix(path) : AgentClient::connect_vsock_uds(path);
+  auto client = kind == Kind::kUnix ? AgentClient::connect_unix(path, follow_socket_link)
+                                    : AgentClient::connect_vsock_uds(path, agent::kAgentVsockPort,
+                                                                     5000, follow_socket_link);
   if (!client.ok()) return client.error();
   client->set_token(token);
   return client;

@@ -45,6 +45,9 @@ struct AgentEndpoint {
   enum class Kind { kUnix, kVsockUds } kind = Kind::kUnix;
   std::string path;   // agent's Unix socket, or the VMM's hybrid vsock socket (port 52)
   std::string token;  // the instance's current token (fresh per instance)
+  // False when the socket's folder is writable by the sandbox (a jailed VMM's folder): a link
+  // planted there is refused rather than followed by the daemon (vmm/base/unix_socket_path.h).
+  bool follow_socket_link = true;
   Result<AgentClient> connect() const;
 };
 
@@ -113,6 +116,9 @@ struct BackendContext {
   std::string carapace_exe;  // the carapace binary to spawn (/proc/self/exe resolved)
   std::string agent_exe;     // process back end: the static agent (default: the rootfs's own)
   bool seccomp = true;
+  // microvm: run each VMM inside `carapace jail` (its own uid, namespaces, a root holding only
+  // its files, cgroup limits from the template). The daemon's default (DaemonConfig::jail).
+  bool jail = false;
 };
 
 // microvm: boots spec.kernel with `carapace run` (test guest: boot_args

@@ -99,13 +99,24 @@ Result<DaemonConfig> parse_daemon_config(std::string_view json_text) {
     } else if (key == "seccomp") {
       if (!value.is_boolean()) return bad(key, "must be true or false");
       c.seccomp = value.get<bool>();
+    } else if (key == "jail") {
+      if (!value.is_boolean()) return bad(key, "must be true or false");
+      c.jail = value.get<bool>();
     } else {
       return bad(key, "unknown field");
     }
   }
   if (c.default_ttl_s > c.max_ttl_s)
     return bad("default_ttl_s", "is above max_ttl_s (" + std::to_string(c.max_ttl_s) + ")");
+  if (c.jail.value_or(false) && !c.seccomp)
+    return bad("jail",
+               "cannot be true with seccomp false (the jail clears the environment that "
+               "running a VMM without seccomp needs)");
   return c;
+}
+
+bool jail_microvms(const DaemonConfig& c) {
+  return c.jail.value_or(c.seccomp && ::geteuid() == 0);
 }
 
 namespace {

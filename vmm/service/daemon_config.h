@@ -33,7 +33,13 @@ struct DaemonConfig {
   OnShutdown on_shutdown = OnShutdown::kDestroy;
   std::optional<TcpConfig> tcp;
   bool seccomp = true;  // passed to the back ends (BackendContext::seccomp)
+  // Each microVM's VMM inside `carapace jail` (BackendContext::jail). Unset: on when the daemon
+  // runs as root with seccomp (jail_microvms()).
+  std::optional<bool> jail;
 };
+
+// Whether the daemon jails its VMMs: `jail` if set, else root with seccomp on.
+bool jail_microvms(const DaemonConfig& c);
 
 Result<DaemonConfig> parse_daemon_config(std::string_view json_text);
 // Reads and parses FILE (at most 64 KiB).

@@ -5,6 +5,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cctype>
+
 #include "vmm/base/unique_fd.h"
 
 namespace carapace::service {
@@ -12,12 +14,13 @@ namespace carapace::service {
 namespace {
 // "_4294967295" after the vsock socket's name: the longest suffix the VMM adds.
 constexpr size_t kLongestSuffix = 11;
-constexpr size_t kLongestName = 24;  // "i4294967295.vsock" and a margin
+constexpr size_t kLongestName = 24;  // "i4294967295/vsock" and a margin
 }  // namespace
 
 VmPaths vm_paths(const std::string& dir, const std::string& name) {
   const std::string base = dir + "/" + name;
-  return VmPaths{base + ".api", base + ".vsock", base + ".console", base + ".log"};
+  return VmPaths{base,          base + "/api",     base + "/vsock", base + "/console",
+                 base + "/log", base + "/snapshot"};
 }
 
 Status check_dir_fits_sockets(const std::string& dir) {
@@ -27,6 +30,57 @@ Status check_dir_fits_sockets(const std::string& dir) {
         std::to_string(sizeof(sockaddr_un::sun_path) - 1 - kLongestName - kLongestSuffix) +
         " bytes)"));
   return {};
+}
+
+VmJail vm_jail(const TemplateSpec& spec, const std::string& template_dir, const std::string& tag,
+               const std::string& name, const VmPaths& paths,
+               const std::vector<std::string>& read_only, uid_t uid) {
+  VmJail j;
+  j.id = "vm-" + tag + "-" + name;
+  for (char& c : j.id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') c = '-';
+  j.id = j.id.substr(0, 64);
+  j.chroot_base = template_dir + "/jails";
+  j.uid = uid;
+  j.mem_limit_mib = spec.mem_mib + kVmmMemOverheadMib;
+  // Threads: main, event loop, console, one per vCPU, io_uring workers; a margin for the rest.
+  j.pids_max = 64 + 2 * uint64_t{spec.vcpus};
+  // Its vCPUs and one more CPU for device I/O.
+  j.cpu_quota_pct = (spec.vcpus + 1) * 100;
+  // The largest file it writes is a snapshot's memory file: the guest's RAM.
+  j.fsize_mib = spec.mem_mib + 64;
+  for (const auto& f : read_only)
+    if (!f.empty()) j.binds.push_back(f + ":ro");
+  j.binds.push_back(paths.dir);
+  return j;
+}
+
+std::vector<std::string> jailed_argv(const VmJail& jail, const std::string& carapace_exe,
+                                     const std::vector<std::string>& vmm_argv) {
+  const std::string ids = std::to_string(jail.uid);
+  std::vector<std::string> argv{carapace_exe,    "jail",
+                                "--id",          jail.id,
+                                "--exec-file",   carapace_exe,
+                                "--uid",         ids,
+                                "--gid",         ids,
+                                "--chroot-base", jail.chroot_base,
+                                "--netns",       "new",
+                                "--proc",        "pids",
+                                "--mem-limit",   std::to_string(jail.mem_limit_mib),
+                                "--pids-max",    std::to_string(jail.pids_max),
+                                "--cpu-quota",   std::to_string(jail.cpu_quota_pct),
+                                "--fsize-mib",   std::to_string(jail.fsize_mib)};
+  for (const auto& b : jail.binds)
+    argv.insert(argv.end(), {"--bind", b});
+  argv.push_back("--");
+  argv.insert(argv.end(), vmm_argv.begin() + (vmm_argv.empty() ? 0 : 1), vmm_argv.end());
+  return argv;
+}
+
+uid_t next_vm_uid() {
+  // Each daemon starts at its own offset, so two daemons on one host rarely share a uid.
+  static std::atomic<uint32_t> next{static_cast<uint32_t>(::getpid()) * 7919u};
+  return kVmUidBase + next.fetch_add(1) % kVmUidSpan;
 }
 
 uint32_t CidAllocator::next() {

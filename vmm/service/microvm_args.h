@@ -3,6 +3,8 @@
 // so every rule is unit tested (tests/service/microvm_args_test.cpp).
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -16,18 +18,55 @@ namespace carapace::service {
 // A file console never grows past this (SECURITY-CHECKS 29); the rest is dropped and counted.
 inline constexpr uint64_t kConsoleMaxBytes = 1 << 20;
 
-// One VMM process's files, all inside the template's folder. Names are short: a Unix socket
-// path has 108 bytes, and the vsock device adds "_<port>" for guest-initiated connections.
+// One VMM's folder inside the template's folder, holding everything of that VM: its sockets, its
+// console, the VMM's own output, and a snapshot it writes (template build, fork) until the back
+// end takes it out. A jailed VMM gets this folder (owned by its uid) and nothing else writable.
+// Names are short: a Unix socket path has 108 bytes, and the vsock device adds "_<port>" for
+// guest-initiated connections.
 struct VmPaths {
+  std::string dir;  // <template dir>/<name>
   std::string api_sock;
   std::string vsock_uds;
   std::string console;
-  std::string log;  // the VMM's own stdout/stderr
-  std::vector<std::string> all() const { return {api_sock, vsock_uds, console, log}; }
+  std::string log;           // the VMM's own stdout/stderr
+  std::string snapshot_out;  // where this VM writes a snapshot
 };
 VmPaths vm_paths(const std::string& dir, const std::string& name);
 // The longest socket path the back end makes under `dir` must fit sockaddr_un.
 Status check_dir_fits_sockets(const std::string& dir);
+
+// `carapace jail` around one VMM (BackendContext::jail): its own uid/gid, a root holding only
+// its binds, new namespaces (network included: the VM has no NIC; Unix sockets in its folder are
+// its only way out), /proc with its own processes only (for sparse snapshots), and cgroup limits
+// sized from the template.
+struct VmJail {
+  std::string id;           // names the jail folder and the cgroups carapace/<id>
+  std::string chroot_base;  // <template dir>/jails
+  uid_t uid = 0;            // also the gid
+  uint64_t mem_limit_mib = 0;
+  uint64_t pids_max = 0;
+  uint32_t cpu_quota_pct = 0;
+  uint64_t fsize_mib = 0;
+  std::vector<std::string> binds;  // "PATH:ro", or "PATH" for the VM's folder (writable)
+  std::string dir() const { return chroot_base + "/" + id; }
+};
+// Memory the VMM itself may use on top of the guest's RAM (its own pages, page cache of the
+// snapshot it reads or writes).
+inline constexpr uint64_t kVmmMemOverheadMib = 128;
+// The jail of VM `name` of a template: `read_only` (kernel, initrd, rootfs, or the snapshot it
+// restores) bound read-only, the VM's folder writable. `tag` keeps ids unique on the host:
+// jail ids name host-wide cgroups.
+VmJail vm_jail(const TemplateSpec& spec, const std::string& template_dir, const std::string& tag,
+               const std::string& name, const VmPaths& paths,
+               const std::vector<std::string>& read_only, uid_t uid);
+// `carapace jail <flags> -- <vmm_argv without argv[0]>`.
+std::vector<std::string> jailed_argv(const VmJail& jail, const std::string& carapace_exe,
+                                     const std::vector<std::string>& vmm_argv);
+// Host uids for jailed VMMs, distinct among the daemon's live VMs: [kVmUidBase, +kVmUidSpan),
+// next to the process back end's range (vmm/jail/process_sandbox.h).
+inline constexpr uid_t kVmUidBase = 260000;
+inline constexpr uid_t kVmUidSpan = 60000;
+uid_t next_vm_uid();
 
 // Hands out vsock CIDs unique within the process (every template of the daemon shares one):
 // from `first` up, wrapping to 3 (0-2 are reserved) before 2^32 - 1.

@@ -9,17 +9,19 @@
 
 #include <condition_variable>
 #include <deque>
-#include <filesystem>
 #include <mutex>
 #include <thread>
 
 #include "vmm/api/http/http_client.h"
 #include "vmm/base/log.h"
 #include "vmm/base/unique_fd.h"
+#include "vmm/jail/jail_fs.h"
+#include "vmm/jail/supervisor.h"
 #include "vmm/service/backend.h"
 #include "vmm/service/microvm_args.h"
 #include "vmm/service/microvm_instance.h"
 #include "vmm/service/microvm_process.h"
+#include "vmm/service/microvm_snapshot_files.h"
 
 namespace carapace::service {
 
@@ -44,79 +46,67 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-void remove_tree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-}
-
-// The snapshot's agent token, kept beside the snapshot so that a daemon restarted on the same
-// folder can reuse it (post_restore needs it). It tells nothing new to whoever can read the
-// folder: the memory file next to it holds the same token. Written last, after the snapshot is
-// complete, so its presence marks a finished build.
-constexpr char kTokenFile[] = "agent-token";
-
-Status write_token(const std::string& snapshot_dir, const std::string& token) {
-  const std::string path = snapshot_dir + "/" + kTokenFile;
-  const std::string tmp = path + ".tmp";
-  ::unlink(tmp.c_str());
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd.valid()) return sys_error("create " + tmp);
-  const std::string line = token + "\n";
-  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
-      ::fsync(fd.get()) != 0) {
-    Error e = sys_error("write " + tmp);
-    ::unlink(tmp.c_str());
-    return e;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Error e = sys_error("rename " + tmp);
-    ::unlink(tmp.c_str());
-    return e;
-  }
-  return {};
-}
-
-Result<std::string> read_token(const std::string& snapshot_dir) {
-  const std::string path = snapshot_dir + "/" + kTokenFile;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid()) return sys_error("open " + path);
-  char buf[2 * kTokenBytes + 2];
-  const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-  if (n < 0) return sys_error("read " + path);
-  std::string token(buf, static_cast<size_t>(n));
-  if (!token.empty() && token.back() == '\n') token.pop_back();
-  if (token.size() != 2 * kTokenBytes ||
-      token.find_first_not_of("0123456789abcdef") != std::string::npos)
-    return make_error(path + ": not a token");
-  return token;
-}
-
 // What VMMs of an earlier run on this folder (a daemon that crashed: its VMMs died with it) left:
-// the boot VM's and the instances' sockets and files, and fork snapshots. The snapshot and
-// anything not ours (the daemon's template.json) stay.
+// the boot VM's and the instances' folders, fork snapshots, and jails (folders, and cgroups that
+// anything still in them is killed with). The snapshot and anything not ours (the daemon's
+// template.json) stay.
 void remove_stale_vm_files(const std::string& dir) {
+  const std::string jails = dir + "/jails";
+  if (DIR* d = ::opendir(jails.c_str())) {
+    std::vector<std::string> ids;
+    while (dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') ids.push_back(e->d_name);
+    ::closedir(d);
+    for (const auto& id : ids)
+      if (Status s = remove_jail_leftovers(jails, id, id); !s.ok())
+        LOG_WARN("%s: %s", jails.c_str(), s.error().describe().c_str());
+  }
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return;
   std::vector<std::string> stale;
   while (dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    const size_t dot = name.find('.');
-    const std::string stem = name.substr(0, dot);
-    const bool vm_file = dot != std::string::npos &&
-                         (stem == "boot" || stem == "reuse" ||
-                          (stem.size() > 1 && stem[0] == 'i' &&
-                           stem.find_first_not_of("0123456789", 1) == std::string::npos));
-    if (vm_file || name == "forks") stale.push_back(dir + "/" + name);
+    const std::string stem = name.substr(0, name.find('.'));
+    const bool vm = stem == "boot" || stem == "reuse" ||
+                    (stem.size() > 1 && stem[0] == 'i' &&
+                     stem.find_first_not_of("0123456789", 1) == std::string::npos);
+    if (vm || name == "forks" || name == "jails") stale.push_back(dir + "/" + name);
   }
   ::closedir(d);
   for (const auto& path : stale)
-    remove_tree(path);
+    (void)remove_tree(path);
+}
+
+// A readable tag for jail ids (they name host-wide cgroups): a prefix of the template id and
+// random hex, so two daemons, or two tests, never share one.
+std::string jail_tag(const std::string& template_id) {
+  std::string tag = template_id.substr(0, 20);
+  auto rnd = random_hex(4);
+  return tag + "-" + (rnd.ok() ? *rnd : std::to_string(::getpid()));
+}
+
+// The files a jailed VMM reads must be readable by its uid (it has no capabilities).
+Status check_readable_by_jails(const TemplateSpec& spec) {
+  for (const auto& [field, path] :
+       {std::pair{"kernel", spec.kernel}, {"initrd", spec.initrd}, {"rootfs", spec.rootfs}}) {
+    if (path.empty()) continue;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return as_invalid_input(sys_error(std::string(field)));
+    if ((st.st_mode & S_IROTH) == 0)
+      return as_invalid_input(make_error(std::string(field) + ": " + path +
+                                         " must be readable by others (mode o+r): each VMM runs "
+                                         "jailed as a uid of its own"));
+  }
+  return {};
 }
 
 class MicrovmTemplate : public TemplateBackend {
  public:
   MicrovmTemplate(TemplateSpec spec, BackendContext ctx)
-      : spec_(std::move(spec)), ctx_(std::move(ctx)), snapshot_dir_(ctx_.dir + "/snapshot") {}
+      : spec_(std::move(spec)),
+        ctx_(std::move(ctx)),
+        snapshot_dir_(ctx_.dir + "/snapshot"),
+        jail_tag_(jail_tag(ctx_.template_id)) {}
   ~MicrovmTemplate() override { shutdown(); }
 
   // Reuses a complete snapshot an earlier run left in the folder, else boots and snapshots.
@@ -133,11 +123,16 @@ class MicrovmTemplate : public TemplateBackend {
   // A VM restored from `snapshot` with a fresh identity, vCPUs parked.
   Result<std::unique_ptr<MicrovmInstance>> restore_paused(const std::string& snapshot,
                                                           const std::string& name = {});
+  // Starts `vmm_argv` as VM `name` (jailed when the daemon says so), reading `read_only`.
+  Result<std::unique_ptr<MicrovmInstance>> launch(const std::vector<std::string>& vmm_argv,
+                                                  const VmPaths& paths, uint32_t cid,
+                                                  const std::vector<std::string>& read_only,
+                                                  bool paused);
   std::string hostname(const MicrovmInstance& vm) const {
     return ctx_.template_id + "-" + std::to_string(vm.cid());
   }
   void refill_loop();
-  Status wait_for_agent(VmmProcess& boot, const VmPaths& paths);
+  Status wait_for_agent(MicrovmInstance& boot);
   // Boots the template's VM, waits for its agent and snapshots it.
   Status boot_and_snapshot();
   // Checks the snapshot in the folder the way a sandbox would use it: one VM restored from it
@@ -148,6 +143,7 @@ class MicrovmTemplate : public TemplateBackend {
   const TemplateSpec spec_;
   const BackendContext ctx_;
   const std::string snapshot_dir_;
+  const std::string jail_tag_;
   std::string token_;  // the snapshot's agent token: only post_restore uses it
   double build_ms_ = 0;
   bool reused_ = false;  // the snapshot came from an earlier run (no boot)
@@ -162,15 +158,17 @@ class MicrovmTemplate : public TemplateBackend {
   std::thread refill_;
 };
 
-Status MicrovmTemplate::wait_for_agent(VmmProcess& boot, const VmPaths& paths) {
+Status MicrovmTemplate::wait_for_agent(MicrovmInstance& boot) {
+  const VmPaths& paths = boot.paths();
   const auto deadline = Clock::now() + std::chrono::seconds(spec_.agent_timeout_s);
   std::string last = "no attempt";
   while (Clock::now() < deadline) {
     if (!boot.alive())
-      return make_error("boot VM ended before its agent answered: " + boot.describe_exit() +
+      return make_error("boot VM ended before its agent answered: " + boot.exit_description() +
                         "; log: " + file_tail(paths.log) +
                         "; console tail: " + file_tail(paths.console));
-    auto client = AgentClient::connect_vsock_uds(paths.vsock_uds, agent::kAgentVsockPort, 1000);
+    auto client = AgentClient::connect_vsock_uds(paths.vsock_uds, agent::kAgentVsockPort, 1000,
+                                                 /*follow_socket_link=*/false);
     if (client.ok()) {
       client->set_io_timeout_ms(2000);
       auto ping = client->ping();
@@ -202,7 +200,7 @@ Status MicrovmTemplate::build() {
         "template %s: the snapshot in %s cannot be reused (%s); removing it and building "
         "the template again",
         ctx_.template_id.c_str(), snapshot_dir_.c_str(), s.error().describe().c_str());
-    remove_tree(snapshot_dir_);
+    (void)remove_tree(snapshot_dir_);
     remove_stale_vm_files(ctx_.dir);
   }
   TRY_STATUS(boot_and_snapshot());
@@ -217,7 +215,9 @@ Status MicrovmTemplate::reuse_snapshot() {
   const std::string state = snapshot_dir_ + "/state";
   if (::lstat(state.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
     return make_error("no state file (an unfinished snapshot)");
-  token_ = TRY(read_token(snapshot_dir_));
+  token_ = TRY(read_agent_token(snapshot_dir_));
+  // An earlier run may have left it for VMMs as root (jail off): owners and modes are set anew.
+  TRY_STATUS(seal_snapshot_dir(snapshot_dir_, ctx_.jail));
   auto vm = TRY(restore_paused(snapshot_dir_, "reuse"));
   Status s = vm->hand_out(token_, ctx_.template_id + "-reuse", kHandOutTimeout);
   vm->destroy();
@@ -228,38 +228,23 @@ Status MicrovmTemplate::reuse_snapshot() {
 Status MicrovmTemplate::boot_and_snapshot() {
   token_ = TRY(random_hex(kTokenBytes));
   const VmPaths paths = vm_paths(ctx_.dir, "boot");
-  auto boot = VmmProcess::spawn(
-      boot_argv(spec_, ctx_.carapace_exe, paths, cids().next(), token_, ctx_.seccomp), paths.log);
-  auto cleanup = [&] {
-    if (boot.ok()) boot->kill();
-    for (const auto& f : paths.all())
-      ::unlink(f.c_str());
-  };
-  if (!boot.ok()) {
-    cleanup();
-    return make_error("template build: starting the VMM: " + boot.error().describe());
-  }
-  if (Status s = wait_for_agent(*boot, paths); !s.ok()) {
-    cleanup();
+  const uint32_t cid = cids().next();
+  auto boot = launch(boot_argv(spec_, ctx_.carapace_exe, paths, cid, token_, ctx_.seccomp), paths,
+                     cid, {spec_.kernel, spec_.initrd, spec_.rootfs}, /*paused=*/false);
+  if (!boot.ok()) return make_error("template build: starting the VMM: " + boot.error().describe());
+  if (Status s = wait_for_agent(**boot); !s.ok())
     return make_error("template build: " + s.error().describe());
-  }
-  nlohmann::json body{{"dir", snapshot_dir_}, {"resume", false}};
-  http::ClientOptions options;
-  options.timeout = std::chrono::seconds(120);
-  auto r = http::http_request(paths.api_sock, "PUT", "/snapshot/create", body.dump(), {}, options);
-  if (!r.ok() || r->status != 200) {
-    std::string why = r.ok() ? "HTTP " + std::to_string(r->status) + " " + r->body.substr(0, 200)
-                             : r.error().describe();
-    for (char& c : why)
-      if (c == '\n') c = ' ';
-    cleanup();
-    remove_tree(snapshot_dir_);
-    return make_error("template build: snapshot: " + why);
-  }
-  // The snapshot is complete (written atomically): the boot VM has nothing left to do.
-  cleanup();
-  if (Status s = write_token(snapshot_dir_, token_); !s.ok()) {
-    remove_tree(snapshot_dir_);
+  // The VMM writes the snapshot in its own folder (the only place a jailed VMM can write); once
+  // it has stopped, the folder moves out into the template's, owned by the daemon.
+  if (Status s = (*boot)->snapshot(paths.snapshot_out, /*resume_after=*/false); !s.ok())
+    return make_error("template build: " + s.error().describe());
+  (*boot)->stop_vmm();
+  (void)remove_tree(snapshot_dir_);
+  Status adopted = adopt_snapshot_dir(paths.snapshot_out, snapshot_dir_, ctx_.jail);
+  boot->reset();
+  if (!adopted.ok()) return make_error("template build: " + adopted.error().describe());
+  if (Status s = write_agent_token(snapshot_dir_, token_); !s.ok()) {
+    (void)remove_tree(snapshot_dir_);
     return make_error("template build: " + s.error().describe());
   }
   return {};
@@ -269,13 +254,25 @@ void MicrovmTemplate::start_refill() {
   if (spec_.pool_size > 0) refill_ = std::thread([this] { refill_loop(); });
 }
 
+Result<std::unique_ptr<MicrovmInstance>> MicrovmTemplate::launch(
+    const std::vector<std::string>& vmm_argv, const VmPaths& paths, uint32_t cid,
+    const std::vector<std::string>& read_only, bool paused) {
+  std::optional<VmJail> jail;
+  if (ctx_.jail) {
+    const std::string name = paths.dir.substr(paths.dir.rfind('/') + 1);
+    jail = vm_jail(spec_, ctx_.dir, jail_tag_, name, paths, read_only, next_vm_uid());
+  }
+  return MicrovmInstance::launch(vmm_argv, paths, cid, jail, paused, kRestoreTimeout);
+}
+
 Result<std::unique_ptr<MicrovmInstance>> MicrovmTemplate::restore_paused(
     const std::string& snapshot, const std::string& name) {
   const VmPaths paths = vm_paths(ctx_.dir, name.empty() ? "i" + std::to_string(next_vm_++) : name);
   const uint32_t cid = cids().next();
-  return MicrovmInstance::start_paused(
-      restore_argv(spec_, ctx_.carapace_exe, snapshot, paths, cid, ctx_.seccomp), paths, cid,
-      kRestoreTimeout);
+  auto vm = launch(restore_argv(spec_, ctx_.carapace_exe, snapshot, paths, cid, ctx_.seccomp),
+                   paths, cid, {snapshot, spec_.rootfs}, /*paused=*/true);
+  if (!vm.ok()) return make_error("restore: " + vm.error().describe());
+  return vm;
 }
 
 void MicrovmTemplate::refill_loop() {
@@ -355,10 +352,16 @@ Result<std::vector<std::unique_ptr<Instance>>> MicrovmTemplate::fork(Instance& p
   const std::string forks = ctx_.dir + "/forks";
   if (::mkdir(forks.c_str(), 0700) != 0 && errno != EEXIST) return sys_error("fork: " + forks);
   const std::string dir = forks + "/" + std::to_string(next_fork_++);
-  // The parent runs on afterwards (or stays paused); on failure it is as it was.
-  if (Status s = p->snapshot(dir); !s.ok()) {
-    remove_tree(dir);
+  // The parent writes the snapshot in its own folder and runs on afterwards (or stays paused);
+  // on failure it is as it was. The folder then moves out of the parent's reach.
+  const std::string out = p->paths().snapshot_out;
+  if (Status s = p->snapshot(out, /*resume_after=*/true); !s.ok()) {
+    (void)remove_tree(out);
     return s.take_error();
+  }
+  if (Status s = adopt_snapshot_dir(out, dir, ctx_.jail); !s.ok()) {
+    (void)remove_tree(out);
+    return make_error("fork: " + s.error().describe());
   }
   std::vector<std::unique_ptr<Instance>> children;
   Status failed;
@@ -372,7 +375,7 @@ Result<std::vector<std::unique_ptr<Instance>>> MicrovmTemplate::fork(Instance& p
   }
   // Each child has mapped the memory file MAP_PRIVATE: the mapping keeps the pages, so the
   // snapshot's files are no longer needed by anyone.
-  remove_tree(dir);
+  (void)remove_tree(dir);
   if (!failed.ok()) return make_error("fork: " + failed.error().describe());
   for (auto& child : children) {
     auto& vm = static_cast<MicrovmInstance&>(*child);
@@ -430,6 +433,13 @@ Result<std::unique_ptr<TemplateBackend>> create_microvm_backend(const TemplateSp
   if (ctx.carapace_exe.empty() || ctx.dir.empty())
     return make_error("microvm back end: no carapace binary or state folder");
   TRY_STATUS(check_dir_fits_sockets(ctx.dir));
+  if (ctx.jail) {
+    if (::geteuid() != 0)
+      return make_error(
+          "microvm back end: jailing each VMM needs root (or set \"jail\": false in the daemon's "
+          "config)");
+    TRY_STATUS(check_readable_by_jails(spec));
+  }
   auto t = std::make_unique<MicrovmTemplate>(spec, ctx);
   TRY_STATUS(t->build());
   t->start_refill();

@@ -1,11 +1,16 @@
 #include "vmm/service/microvm_instance.h"
 
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <thread>
 
 #include "vmm/api/http/http_client.h"
+#include "vmm/base/log.h"
+#include "vmm/jail/jail_fs.h"
+#include "vmm/jail/supervisor.h"
 
 namespace carapace::service {
 
@@ -17,6 +22,8 @@ using namespace std::chrono_literals;
 constexpr auto kRetryPause = std::chrono::milliseconds(2);
 constexpr size_t kEntropyBytes = 64;
 constexpr size_t kTokenBytes = 16;
+// A jail supervisor asked to stop kills its VMM and cleans up in tens of milliseconds.
+constexpr int kJailStopGraceMs = 3000;
 
 std::string one_line(std::string s, size_t max = 200) {
   for (char& c : s)
@@ -26,21 +33,34 @@ std::string one_line(std::string s, size_t max = 200) {
 
 }  // namespace
 
-Result<std::unique_ptr<MicrovmInstance>> MicrovmInstance::start_paused(
-    const std::vector<std::string>& argv, const VmPaths& paths, uint32_t cid,
-    std::chrono::milliseconds timeout) {
+Result<std::unique_ptr<MicrovmInstance>> MicrovmInstance::launch(
+    const std::vector<std::string>& vmm_argv, const VmPaths& paths, uint32_t cid,
+    const std::optional<VmJail>& jail, bool paused, std::chrono::milliseconds timeout) {
+  // A folder an earlier VM of the same name left (a crashed daemon's) goes first.
+  TRY_STATUS(remove_tree(paths.dir));
+  if (::mkdir(paths.dir.c_str(), 0700) != 0) return sys_error("create " + paths.dir);
+  if (jail && ::chown(paths.dir.c_str(), jail->uid, jail->uid) != 0) {
+    Error e = sys_error("chown " + paths.dir);
+    (void)remove_tree(paths.dir);
+    return e;
+  }
+  const std::vector<std::string> argv =
+      jail ? jailed_argv(*jail, vmm_argv.front(), vmm_argv) : vmm_argv;
   auto process = VmmProcess::spawn(argv, paths.log);
   if (!process.ok()) {
-    for (const auto& f : paths.all())
-      ::unlink(f.c_str());
+    (void)remove_tree(paths.dir);
     return process.take_error();
   }
-  std::unique_ptr<MicrovmInstance> vm(new MicrovmInstance(std::move(*process), paths, cid));
+  std::unique_ptr<MicrovmInstance> vm(new MicrovmInstance(std::move(*process), paths, cid, jail));
+  vm->paused_ = paused;
   vm->agent_.kind = AgentEndpoint::Kind::kVsockUds;
   vm->agent_.path = paths.vsock_uds;
+  // The folder is the (jailed) VMM's: a link it planted there is never followed.
+  vm->agent_.follow_socket_link = false;
   const auto deadline = Clock::now() + timeout;
   http::ClientOptions quick;
   quick.timeout = std::chrono::milliseconds(1000);
+  quick.follow_socket_link = false;
   for (;;) {
     // The socket exists once the VM is restored and its API serves: one GET proves both.
     if (::access(paths.api_sock.c_str(), F_OK) == 0) {
@@ -48,13 +68,13 @@ Result<std::unique_ptr<MicrovmInstance>> MicrovmInstance::start_paused(
       if (r.ok() && r->status == 200) return vm;
     }
     if (!vm->process_.alive()) {
-      std::string why = "restore: " + vm->process_.describe_exit() + ": " + file_tail(paths.log);
+      std::string why = vm->exit_description() + ": " + file_tail(paths.log);
       vm->destroy();
       return make_error(why);
     }
     if (Clock::now() >= deadline) {
       vm->destroy();
-      return make_error("restore: the VM's control API did not come up within " +
+      return make_error("the VM's control API did not come up within " +
                         std::to_string(timeout.count()) + " ms");
     }
     std::this_thread::sleep_for(kRetryPause);
@@ -66,9 +86,20 @@ MicrovmInstance::~MicrovmInstance() {
 }
 
 void MicrovmInstance::destroy() {
-  process_.kill();
-  for (const auto& f : paths_.all())
-    ::unlink(f.c_str());
+  stop_vmm();
+  (void)remove_tree(paths_.dir);
+}
+
+void MicrovmInstance::stop_vmm() {
+  if (jail_) {
+    // The supervisor kills the VMM and removes the jail folder and cgroups; after a supervisor
+    // that did not stop in time (or was SIGKILLed), the same removal from here.
+    process_.stop(kJailStopGraceMs);
+    if (Status s = remove_jail_leftovers(jail_->chroot_base, jail_->id, jail_->id); !s.ok())
+      LOG_WARN("jail %s: %s", jail_->id.c_str(), s.error().describe().c_str());
+  } else {
+    process_.kill();
+  }
 }
 
 Result<nlohmann::json> MicrovmInstance::control(const std::string& method,
@@ -77,9 +108,10 @@ Result<nlohmann::json> MicrovmInstance::control(const std::string& method,
                                                 std::chrono::milliseconds timeout) {
   http::ClientOptions options;
   options.timeout = timeout;
+  options.follow_socket_link = false;
   auto r = http::http_request(paths_.api_sock, method, target, body, {}, options);
   if (!r.ok()) {
-    if (!process_.alive()) return make_error(what + ": " + process_.describe_exit());
+    if (!process_.alive()) return make_error(what + ": " + exit_description());
     return make_error(what + ": control API: " + r.error().describe());
   }
   auto doc = nlohmann::json::parse(r->body, nullptr, false);
@@ -125,9 +157,9 @@ Status MicrovmInstance::hand_out(const std::string& current_token, const std::st
   // handshake timeout beats the default 5 s; it grows in case the guest is merely slow).
   int handshake_ms = 100;
   while (Clock::now() < deadline) {
-    if (!process_.alive()) return make_error("agent: " + process_.describe_exit());
-    auto client =
-        AgentClient::connect_vsock_uds(paths_.vsock_uds, agent::kAgentVsockPort, handshake_ms);
+    if (!process_.alive()) return make_error("agent: " + exit_description());
+    auto client = AgentClient::connect_vsock_uds(paths_.vsock_uds, agent::kAgentVsockPort,
+                                                 handshake_ms, /*follow_socket_link=*/false);
     handshake_ms = std::min(handshake_ms * 2, 2000);
     if (!client.ok()) {
       last = client.error().describe();
@@ -139,6 +171,15 @@ Status MicrovmInstance::hand_out(const std::string& current_token, const std::st
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count())));
     client->set_token(current_token);
     auto applied = client->post_restore(req);
+    if (!applied.ok() && agent_error_code(applied.error()).empty()) {
+      // The connection died without an answer (the guest took the vsock transport reset only
+      // now): sent again on a new connection. Had the agent applied it, the retry's old token
+      // would be refused (`unauthorized`) and the hand-out would fail, never hand out a VM
+      // whose token is unknown.
+      last = applied.error().describe();
+      std::this_thread::sleep_for(kRetryPause);
+      continue;
+    }
     if (!applied.ok()) return make_error("agent post_restore: " + applied.error().describe());
     bool token_taken = false;
     for (const auto& a : *applied)
@@ -154,24 +195,51 @@ Status MicrovmInstance::hand_out(const std::string& current_token, const std::st
                     " ms after resume (" + last + "); console tail: " + file_tail(paths_.console));
 }
 
-Status MicrovmInstance::snapshot(const std::string& dir) {
-  nlohmann::json body{{"dir", dir}, {"resume", !paused_}};
+Status MicrovmInstance::snapshot(const std::string& dir, bool resume_after) {
+  nlohmann::json body{{"dir", dir}, {"resume", resume_after && !paused_}};
   TRY(control("PUT", "/snapshot/create", body.dump(), "snapshot", std::chrono::seconds(120)));
+  if (!resume_after) paused_ = true;
   return {};
 }
 
 std::string MicrovmInstance::exit_description() {
-  return process_.describe_exit();
+  std::string d = process_.describe_exit();
+  if (!jail_ || d.rfind("vmm exited with status ", 0) != 0) return d;
+  // The jail supervisor exits with the VMM's status, 128+N when it was killed by signal N, and
+  // logs an OOM kill by the memory cgroup.
+  const int code = std::atoi(d.c_str() + 23);
+  if (code > 128 && code < 128 + 65) {
+    const char* abbrev = ::sigabbrev_np(code - 128);
+    d = std::string("vmm killed by SIG") + (abbrev ? abbrev : std::to_string(code - 128).c_str());
+    if (file_tail(paths_.log, 600).find("memory limit") != std::string::npos)
+      d += " (memory limit)";
+  }
+  return d;
 }
 
 nlohmann::json MicrovmInstance::describe() const {
-  // "files": everything this VM has on disk (all inside the template's folder), for the daemon's
-  // crash recovery (backend.h). The vsock device's "<vsock>_<port>" sockets are the host
-  // listeners', not the VMM's.
-  return nlohmann::json{
-      {"pid", process_.pid()}, {"api_socket", paths_.api_sock}, {"vsock_socket", paths_.vsock_uds},
-      {"cid", cid_},           {"console", paths_.console},     {"log", paths_.log},
-      {"files", paths_.all()}};
+  // "files": everything this VM has on disk (its folder, and its jail's), for the daemon's crash
+  // recovery (backend.h). The vsock device's "<vsock>_<port>" sockets are the host listeners'.
+  nlohmann::json files = nlohmann::json::array({paths_.dir});
+  nlohmann::json d{{"pid", process_.pid()},
+                   {"folder", paths_.dir},
+                   {"api_socket", paths_.api_sock},
+                   {"vsock_socket", paths_.vsock_uds},
+                   {"cid", cid_},
+                   {"console", paths_.console},
+                   {"log", paths_.log}};
+  if (jail_) {
+    d["jail"] = {{"id", jail_->id},
+                 {"dir", jail_->dir()},
+                 {"host_uid", jail_->uid},
+                 {"cgroup", "carapace/" + jail_->id},
+                 {"mem_limit_mib", jail_->mem_limit_mib},
+                 {"pids_max", jail_->pids_max},
+                 {"cpu_quota_pct", jail_->cpu_quota_pct}};
+    files.push_back(jail_->dir());
+  }
+  d["files"] = files;
+  return d;
 }
 
 std::map<std::string, uint64_t> MicrovmInstance::counters() {

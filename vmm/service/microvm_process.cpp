@@ -206,6 +206,15 @@ void VmmProcess::kill() {
   }
 }
 
+void VmmProcess::stop(int grace_ms) {
+  {
+    std::lock_guard lock(mu_);
+    if (pid_ < 0 || wait_status_ || !pidfd_.valid()) return;
+    (void)pidfd_send_signal(pidfd_.get(), SIGTERM);
+  }
+  if (!wait_exit(grace_ms)) kill();
+}
+
 std::string VmmProcess::describe_exit() {
   std::lock_guard lock(mu_);
   if (pid_ < 0) return "never started";

@@ -33,6 +33,9 @@ class VmmProcess {
   bool wait_exit(int timeout_ms);
   // SIGKILL and reap; idempotent.
   void kill();
+  // SIGTERM, then SIGKILL if it has not ended within `grace_ms`; reaped either way. For a
+  // supervisor (`carapace jail`) that cleans up after its child when asked to stop.
+  void stop(int grace_ms);
   // "vmm exited with status 6 (guest panic)", "killed by SIGKILL", or "running".
   std::string describe_exit();
 

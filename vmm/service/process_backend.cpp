@@ -22,6 +22,7 @@
 #include "vmm/jail/cgroup.h"
 #include "vmm/jail/jail_fs.h"
 #include "vmm/jail/process_sandbox.h"
+#include "vmm/jail/supervisor.h"
 #include "vmm/service/backend.h"
 #include "vmm/service/microvm_args.h"
 #include "vmm/service/microvm_process.h"
@@ -170,11 +171,7 @@ class ProcessInstance : public Instance {
  private:
   // What a supervisor that died without cleaning up leaves: the jail folder and empty cgroups.
   void remove_leftovers() {
-    (void)remove_tree(paths_.jail_base + "/" + paths_.name);
-    auto mounts = detect_cgroup_mounts();
-    if (!mounts.ok()) return;
-    auto cg = JailCgroups::plan(*mounts, CgroupVersion::kAuto, {}, "process-" + paths_.name);
-    if (cg.ok()) (void)cg->remove_stale();
+    (void)remove_jail_leftovers(paths_.jail_base, paths_.name, "process-" + paths_.name);
   }
 
   Status set_frozen(bool frozen) {

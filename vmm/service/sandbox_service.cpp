@@ -128,6 +128,7 @@ json SandboxService::health() {
           {"default_isolation", isolation_name(options_.default_isolation)},
           {"kvm", options_.kvm},
           {"cpu_virtualization", options_.cpu_virtualization},
+          {"jailed_vmms", jail_microvms(options_.config)},
           {"sandboxes", sandboxes_.size()},
           {"templates", templates_.size()}};
 }

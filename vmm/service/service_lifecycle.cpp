@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "vmm/jail/jail_fs.h"
 #include "vmm/service/json_log.h"
 #include "vmm/service/sandbox_service.h"
 #include "vmm/service/service_entries.h"

@@ -122,6 +122,7 @@ ApiResult<std::shared_ptr<SandboxService::TemplateEntry>> SandboxService::build_
   ctx.carapace_exe = options_.carapace_exe;
   ctx.agent_exe = options_.agent_exe;
   ctx.seccomp = options_.config.seccomp;
+  ctx.jail = jail_microvms(options_.config);
 
   auto start = std::chrono::steady_clock::now();
   auto backend = factory->second(*spec, ctx);

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -14,6 +13,7 @@
 
 #include "vmm/api/http/json_util.h"
 #include "vmm/base/unique_fd.h"
+#include "vmm/jail/jail_fs.h"
 
 namespace carapace::service {
 namespace {
@@ -53,11 +53,6 @@ std::vector<std::string> list_dir(const std::string& path) {
   }
   ::closedir(d);
   return names;
-}
-
-int remove_entry(const char* path, const struct stat*, int, struct FTW*) {
-  ::remove(path);
-  return 0;
 }
 
 }  // namespace
@@ -151,18 +146,6 @@ Status write_file_atomic(const std::string& path, const std::string& data) {
     ::unlink(tmp.c_str());
     return e;
   }
-  return ok_status();
-}
-
-Status remove_tree(const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return ok_status();
-  if (!S_ISDIR(st.st_mode)) {
-    if (::unlink(path.c_str()) != 0) return sys_error("cannot remove " + path);
-    return ok_status();
-  }
-  ::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-  if (::lstat(path.c_str(), &st) == 0) return make_error("cannot remove all of " + path);
   return ok_status();
 }
 

@@ -43,8 +43,6 @@ class StateStore {
 
 // Writes `data` to `path` through a temporary file and rename(2).
 Status write_file_atomic(const std::string& path, const std::string& data);
-// Removes `path` and, for a directory, everything under it (symlinks are removed, not followed).
-Status remove_tree(const std::string& path);
 
 // The start time of `pid` (field 22 of /proc/<pid>/stat, clock ticks since boot), or 0 when no
 // such process exists. A pid with the same start time is the same process, not a reused pid.

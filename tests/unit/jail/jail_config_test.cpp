@@ -26,7 +26,8 @@ TEST(JailArgs, ParsesEveryFlag) {
        {"--chroot-base",    "/srv/j//", "--bind",      "/images//k:ro", "--bind",      "/data",
         "--netns",          "none",     "--mem-limit", "256",           "--cpu-quota", "150",
         "--pids-max",       "64",       "--nofile",    "512",           "--fsize-mib", "100",
-        "--cgroup-version", "2",        "--",          "run",           "--kernel",    "/images/k"})
+        "--cgroup-version", "2",        "--proc",      "pids",          "--",          "run",
+        "--kernel",         "/images/k"})
     args.push_back(a);
   auto cfg = parse_jail_args(args);
   ASSERT_TRUE(cfg.ok()) << cfg.error().describe();
@@ -45,6 +46,7 @@ TEST(JailArgs, ParsesEveryFlag) {
   EXPECT_EQ(cfg->nofile, 512u);
   EXPECT_EQ(cfg->fsize_mib, 100u);
   EXPECT_EQ(cfg->cgroup_version, CgroupVersion::kV2);
+  EXPECT_EQ(cfg->proc, JailProc::kPids);
   EXPECT_EQ(cfg->exec_args, (std::vector<std::string>{"run", "--kernel", "/images/k"}));
   EXPECT_EQ(cfg->root_dir(), "/srv/j/vm-1/root");
 }
@@ -54,6 +56,7 @@ TEST(JailArgs, Defaults) {
   ASSERT_TRUE(cfg.ok());
   EXPECT_EQ(cfg->chroot_base, "/srv/carapace-jail");
   EXPECT_EQ(cfg->netns, JailNetNs::kNew);
+  EXPECT_EQ(cfg->proc, JailProc::kNone);
   EXPECT_EQ(cfg->cgroup_version, CgroupVersion::kAuto);
   EXPECT_EQ(cfg->mem_limit_mib, 0u);
   EXPECT_TRUE(cfg->exec_args.empty());
@@ -87,6 +90,7 @@ TEST(JailArgs, RejectsBadInput) {
                                                         {"--bind", "rel"},
                                                         {"--bind", "/x/.."},
                                                         {"--netns", "host"},
+                                                        {"--proc", "all"},
                                                         {"--mem-limit", "0"},
                                                         {"--cpu-quota", "-1"},
                                                         {"--pids-max", "0"},

@@ -14,6 +14,7 @@
 #include "vmm/api/http/body_reader.h"
 #include "vmm/api/http/chunked.h"
 #include "vmm/api/http/message_parser.h"
+#include "vmm/base/unix_socket_path.h"
 
 namespace carapace::http {
 namespace {
@@ -46,17 +47,13 @@ HttpClient::HttpClient(UniqueFd fd, ClientOptions options)
     : fd_(std::move(fd)), options_(options), reader_(fd_.get()) {}
 
 Result<HttpClient> HttpClient::connect_unix(const std::string& path, ClientOptions options) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof addr.sun_path)
-    return as_invalid_input(make_error("socket path empty or too long: " + path));
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  UnixSocketTarget target = TRY(unix_socket_target(path, options.follow_socket_link));
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return sys_error("socket");
   // A Unix connect() either completes or fails at once, except EAGAIN when the server's backlog
   // is full: retry that until the timeout.
   auto deadline = Clock::now() + options.timeout;
-  while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
+  while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&target.addr), target.len) < 0) {
     if (errno == EINTR) continue;
     if (errno != EAGAIN || Clock::now() >= deadline) return sys_error("connect " + path);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

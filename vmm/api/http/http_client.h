@@ -22,6 +22,9 @@ struct ClientOptions {
   std::chrono::milliseconds timeout{30'000};
   uint64_t max_body_bytes = 256ull << 20;  // buffered responses only
   size_t max_head_bytes = 64 * 1024;
+  // False: the socket path's last component must be the socket, never a symbolic link
+  // (vmm/base/unix_socket_path.h); for sockets in a folder a sandbox can write.
+  bool follow_socket_link = true;
 };
 
 struct ClientRequest {
