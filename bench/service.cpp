@@ -9,7 +9,9 @@
 //   - 50 concurrent creates: p50/p95/p99 and sandboxes per second.
 //
 //   build/bench/service [--rounds N] [--concurrent N] [--pool N] [--carapace PATH]
-//                       [--guest PATH] [--rootfs PATH | --no-process]
+//                       [--guest PATH] [--rootfs PATH | --no-process] [--jail on|off]
+// --jail sets the daemon's "jail" (every microVM's VMM inside `carapace jail`; default: on as
+// root).
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -181,6 +183,7 @@ int main(int argc, char** argv) {
   std::string guest = default_path(argv[0], "guest/testguest");
   std::string rootfs = default_path(argv[0], "guest/rootfs.ext4");
   bool process = true;
+  std::string jail;  // "": the daemon's default
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--no-process") {
@@ -201,6 +204,8 @@ int main(int argc, char** argv) {
       guest = absolute(v);
     else if (a == "--rootfs")
       rootfs = absolute(v);
+    else if (a == "--jail" && (v == "on" || v == "off"))
+      jail = v;
     else
       die("unknown flag " + a);
   }
@@ -214,6 +219,14 @@ int main(int argc, char** argv) {
   const std::string log = dir + "/serve.log";
   std::vector<std::string> args = {carapace, "serve",       "--socket",
                                    sock,     "--state-dir", dir + "/state"};
+  if (!jail.empty()) {
+    const std::string config = dir + "/config.json";
+    FILE* f = fopen(config.c_str(), "w");
+    if (f == nullptr) die("cannot write " + config);
+    fprintf(f, "{\"jail\": %s}\n", jail == "on" ? "true" : "false");
+    fclose(f);
+    args.insert(args.end(), {"--config", config});
+  }
   std::vector<char*> cargv;
   for (auto& s : args)
     cargv.push_back(s.data());

@@ -216,7 +216,19 @@ TEST_F(MicrovmJailTest, FilesAJailedVmmCannotReadAreRefused) {
       << t.error().describe();
 }
 
-// A VMM past its memory cgroup limit dies alone and the back end says why; its jail goes.
+// A state folder where the jail has its own tree (/run, /dev, ...) is refused up front.
+TEST_F(MicrovmJailTest, StateFolderUnderTheJailsOwnTreesIsRefused) {
+  BackendContext c = ctx();
+  c.dir = "/run/carapace-test-state/templates/tpl-x";
+  auto t = create_microvm_backend(spec(0), c);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_NE(t.error().describe().find("is under /run"), std::string::npos) << t.error().describe();
+  EXPECT_FALSE(exists("/run/carapace-test-state"));
+}
+
+// SECURITY-CHECKS 30: a jailed VMM that dies (SIGKILL here, as from the OOM killer at its memory
+// limit: JailKvm.MemoryLimitKillsOnlyThatVm) is reported as such and its jail and cgroups go.
 TEST_F(MicrovmJailTest, VmKilledInItsJailIsReportedAndCleanedUp) {
   auto t = create_microvm_backend(spec(0), ctx());
   ASSERT_TRUE(t.ok()) << t.error().describe();

@@ -19,6 +19,28 @@ namespace {
 
 using nlohmann::json;
 
+std::string proc_status(int pid, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key + ":", 0) == 0)
+      return line.substr(line.find_first_not_of(" \t", key.size() + 1));
+  return "";
+}
+
+int child_pid(int parent) {
+  std::ifstream in("/proc/" + std::to_string(parent) + "/task/" + std::to_string(parent) +
+                   "/children");
+  int pid = -1;
+  return in >> pid ? pid : -1;
+}
+
+std::string ns_of(const std::string& pid, const char* ns) {
+  char buf[64] = {};
+  const std::string p = "/proc/" + pid + "/ns/" + ns;
+  return ::readlink(p.c_str(), buf, sizeof buf - 1) > 0 ? buf : "";
+}
+
 class ServeKvmTest : public DaemonTest {
  protected:
   void SetUp() override {
@@ -77,6 +99,8 @@ TEST_F(ServeKvmTest, SandboxLifecycleOverKvm) {
   EXPECT_EQ(health["default_isolation"], "microvm");
   EXPECT_EQ(health["kvm"], true);
   EXPECT_TRUE(health["cpu_virtualization"].is_string());
+  // As root with the default config, every VMM the daemon starts is jailed.
+  EXPECT_EQ(health["jailed_vmms"], ::geteuid() == 0);
 
   std::string pooled = microvm_template(1);
   ASSERT_FALSE(pooled.empty());
@@ -84,6 +108,22 @@ TEST_F(ServeKvmTest, SandboxLifecycleOverKvm) {
   json a = make_sandbox(pooled);
   EXPECT_EQ(a["from_pool"], true);
   EXPECT_EQ(a["state"], "running");
+  // SECURITY-CHECKS 32: the daemon-made VMM (the jail supervisor's child) runs as the sandbox's
+  // own uid with no capabilities, under seccomp, in namespaces of its own.
+  ASSERT_TRUE(a["backend"].contains("jail")) << a.dump();
+  const std::string jail_id = a["backend"]["jail"]["id"];
+  {
+    const int vmm = child_pid(a["backend"]["pid"].get<int>());
+    ASSERT_GT(vmm, 0);
+    const std::string uid = std::to_string(a["backend"]["jail"]["host_uid"].get<uint32_t>());
+    EXPECT_NE(uid, "0");
+    EXPECT_EQ(proc_status(vmm, "Uid"), uid + "\t" + uid + "\t" + uid + "\t" + uid);
+    EXPECT_EQ(proc_status(vmm, "CapEff"), "0000000000000000");
+    EXPECT_EQ(proc_status(vmm, "CapBnd"), "0000000000000000");
+    EXPECT_EQ(proc_status(vmm, "Seccomp"), "2");
+    for (const char* ns : {"mnt", "pid", "net", "ipc", "uts"})
+      EXPECT_NE(ns_of(std::to_string(vmm), ns), ns_of("self", ns)) << ns;
+  }
 
   std::string cold = microvm_template(0);
   json b = make_sandbox(cold);
@@ -133,6 +173,8 @@ TEST_F(ServeKvmTest, SandboxLifecycleOverKvm) {
   EXPECT_EQ(done.exit_code, 0) << done.err;
   EXPECT_FALSE(process_alive(pid_a));
   EXPECT_FALSE(path_exists(state_dir_ + "/templates/" + pooled));
+  for (const char* tree : {"/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"})
+    EXPECT_FALSE(path_exists(std::string(tree) + "/carapace/" + jail_id)) << tree;
 }
 
 }  // namespace

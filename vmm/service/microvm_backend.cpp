@@ -15,6 +15,7 @@
 #include "vmm/api/http/http_client.h"
 #include "vmm/base/log.h"
 #include "vmm/base/unique_fd.h"
+#include "vmm/jail/jail_config.h"
 #include "vmm/jail/jail_fs.h"
 #include "vmm/jail/supervisor.h"
 #include "vmm/service/backend.h"
@@ -439,6 +440,13 @@ Result<std::unique_ptr<TemplateBackend>> create_microvm_backend(const TemplateSp
           "microvm back end: jailing each VMM needs root (or set \"jail\": false in the daemon's "
           "config)");
     TRY_STATUS(check_readable_by_jails(spec));
+    // A jail's own /dev, /run, /proc and /sys hide the host's: a VM's folder cannot be bound there.
+    for (const char* reserved : {"/dev", "/run", "/proc", "/sys"})
+      if (path_within(ctx.dir, reserved))
+        return as_invalid_input(make_error(std::string("microvm back end: the state folder ") +
+                                           ctx.dir + " is under " + reserved +
+                                           ", which a jailed VMM has its own of; use another "
+                                           "--state-dir or \"jail\": false"));
   }
   auto t = std::make_unique<MicrovmTemplate>(spec, ctx);
   TRY_STATUS(t->build());
