@@ -397,6 +397,19 @@ TEST_P(MicrovmBackendTest, GuestThatExitsFailsTheBuildAtOnce) {
   EXPECT_TRUE(entries(dir_).empty());
 }
 
+// An egress allowlist is refused (the VMs have no NIC), never silently dropped.
+TEST_P(MicrovmBackendTest, EgressAllowlistIsRefusedNotIgnored) {
+  auto t = create_microvm_backend(spec(1), ctx());
+  ASSERT_TRUE(t.ok()) << t.error().describe();
+  InstanceOptions opts;
+  opts.egress_allow = {"10.0.0.0/8:tcp:443"};
+  auto a = (*t)->acquire(opts, nullptr);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_NE(a.error().describe().find("network.allow"), std::string::npos) << a.error().describe();
+  EXPECT_EQ((*t)->pool_stats().hits + (*t)->pool_stats().misses, 0u);
+}
+
 TEST_P(MicrovmBackendTest, BadSpecsAreRefused) {
   TemplateSpec s = spec(0);
   s.network = true;

@@ -302,9 +302,14 @@ void MicrovmTemplate::refill_loop() {
   }
 }
 
-Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions&,
+Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions& opts,
                                                            bool* from_pool) {
   if (from_pool) *from_pool = false;
+  // Refused rather than ignored: a caller must not believe its sandbox can reach what it listed.
+  if (!opts.egress_allow.empty())
+    return as_invalid_input(
+        make_error("network.allow: egress is not supported by the microvm back end yet (its VMs "
+                   "have no NIC: sandboxes have no network at all)"));
   for (int tries = 0; tries < kMaxPooledTries; ++tries) {
     std::unique_ptr<MicrovmInstance> vm;
     {

@@ -218,8 +218,8 @@ class ProcessTemplate : public TemplateBackend {
     if (from_pool) *from_pool = false;
     if (!opts.egress_allow.empty())
       return bad(
-          "egress: not supported by the process back end yet (its sandboxes have no "
-          "network); use isolation microvm");
+          "network.allow: egress is not supported by the process back end yet (its sandboxes "
+          "have no network)");
     for (int tries = 0; tries < kMaxPooledTries; ++tries) {
       std::unique_ptr<ProcessInstance> sb;
       {
@@ -374,8 +374,7 @@ Result<std::unique_ptr<TemplateBackend>> create_process_backend(const TemplateSp
   if (spec.rootfs.empty()) return bad("rootfs: required for process templates (an ext4 image)");
   if (!spec.kernel.empty() || !spec.initrd.empty() || !spec.boot_args.empty())
     return bad("kernel, initrd, boot_args: not used by process templates");
-  if (spec.network)
-    return bad("network: not supported by the process back end yet (no egress); use microvm");
+  if (spec.network) return bad("network: not supported by the process back end yet (no egress)");
   if (spec.agent_timeout_s == 0) return bad("agent_timeout_s: at least 1");
   if (spec.mem_mib != 0 && spec.mem_mib < 16) return bad("mem_mib: at least 16");
   struct stat st {};
