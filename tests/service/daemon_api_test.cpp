@@ -213,7 +213,11 @@ TEST_F(DaemonTest, ExecClientDisconnectKillsTheCommand) {
   start_daemon();
   std::string tpl = make_template(1);
   std::string id = make_sandbox(tpl)["id"];
-  json req = {{"argv", {"sh", "-c", "echo started; sleep 30; touch survived"}}, {"stream", true}};
+  // The agent runs on the host here, so the sleep carries a duration no other process on the
+  // host uses: pgrep below must find only this command.
+  const std::string secs = "29." + std::to_string(::getpid());
+  json req = {{"argv", {"sh", "-c", "echo started; sleep " + secs + "; touch survived"}},
+              {"stream", true}};
   auto r = http::http_request_stream(socket_, "POST", "/sandboxes/" + id + "/exec", req.dump(),
                                      {{"Content-Type", "application/json"}},
                                      [&](std::string_view) { return false; });  // hang up
@@ -222,8 +226,9 @@ TEST_F(DaemonTest, ExecClientDisconnectKillsTheCommand) {
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::string ps;
   while (std::chrono::steady_clock::now() < until) {
-    auto p = call("POST", "/sandboxes/" + id + "/exec",
-                  R"({"argv": ["sh", "-c", "pgrep -f 'sleep 3[0]' || true"]})");
+    // "[.]" keeps pgrep's own command line (and its sh's) from matching the pattern.
+    json probe = {{"argv", {"sh", "-c", "pgrep -f 'sleep 29[.]" + secs.substr(3) + "' || true"}}};
+    auto p = call("POST", "/sandboxes/" + id + "/exec", probe.dump());
     ps = body_json(p)["stdout"];
     if (ps.empty()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
