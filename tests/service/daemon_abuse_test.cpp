@@ -52,6 +52,17 @@ TEST_F(DaemonTest, SecurityChecks26OversizedBodyIs413) {
   // Uploads have their own, larger limit.
   EXPECT_EQ(call("PUT", "/sandboxes/" + id + "/files?path=ok", std::string(60000, 'x')).status,
             200);
+  // A file in the sandbox larger than the limit is refused before any byte is sent (the daemon
+  // streams files chunk by chunk, so it checks the size first).
+  auto grow = call("POST", "/sandboxes/" + id + "/exec",
+                   R"({"argv": ["sh", "-c", "head -c 70000 /dev/zero > huge"]})");
+  ASSERT_EQ(grow.status, 200) << grow.body;
+  auto huge = call("GET", "/sandboxes/" + id + "/files?path=huge");
+  EXPECT_EQ(huge.status, 413) << huge.body;
+  EXPECT_EQ(body_json(huge)["error"]["code"], "too_large");
+  auto ok = call("GET", "/sandboxes/" + id + "/files?path=ok");
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.body, std::string(60000, 'x'));
   EXPECT_EQ(call("GET", "/health").status, 200);
   EXPECT_EQ(body_json(call("GET", "/sandboxes"))["sandboxes"].size(), 1u);
 }

@@ -294,10 +294,11 @@ Status AgentClient::put_file(const std::string& remote, std::string_view data, u
   return {};
 }
 
-Result<std::string> AgentClient::get_file(const std::string& remote, uint64_t max_bytes) {
+Status AgentClient::get_file_stream(const std::string& remote, uint64_t max_bytes,
+                                    const std::function<Status(std::string_view)>& on_chunk) {
   uint64_t id = next_id();
   TRY_STATUS(send_request({{"id", id}, {"op", "get_file"}, {"path", remote}}));
-  std::string out;
+  uint64_t total = 0;
   for (;;) {
     json r = TRY(read_reply(id));
     auto data = r.find("data");
@@ -308,14 +309,27 @@ Result<std::string> AgentClient::get_file(const std::string& remote, uint64_t ma
       fd_.reset();
       return bad_reply("file chunk");
     }
-    if (bytes->size() > max_bytes - out.size()) {
+    if (bytes->size() > max_bytes - total) {
       fd_.reset();  // the rest of the stream is not read
       return agent::protocol_error(
           agent::code::kTooLarge,
           "'" + remote + "' is larger than " + std::to_string(max_bytes) + " bytes");
     }
-    out += *bytes;
+    total += bytes->size();
+    if (Status s = on_chunk(*bytes); !s.ok()) {
+      fd_.reset();
+      return s;
+    }
   }
+  return {};
+}
+
+Result<std::string> AgentClient::get_file(const std::string& remote, uint64_t max_bytes) {
+  std::string out;
+  TRY_STATUS(get_file_stream(remote, max_bytes, [&](std::string_view chunk) -> Status {
+    out.append(chunk);
+    return {};
+  }));
   return out;
 }
 

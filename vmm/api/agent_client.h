@@ -95,6 +95,11 @@ class AgentClient {
                   bool parents = false);
   Result<std::string> get_file(const std::string& remote,
                                uint64_t max_bytes = agent::kDefaultMaxFileBytes);
+  // The same, streamed: each chunk goes to `on_chunk` as it arrives (nothing is held here); an
+  // error from `on_chunk` stops the transfer (the connection is then unusable). An error before
+  // the first chunk means nothing was delivered.
+  Status get_file_stream(const std::string& remote, uint64_t max_bytes,
+                         const std::function<Status(std::string_view)>& on_chunk);
   Result<std::vector<AgentFileInfo>> list(const std::string& remote = ".");
   Result<AgentFileInfo> stat(const std::string& remote);
   Status kill(uint64_t exec_id, int signal = SIGTERM);

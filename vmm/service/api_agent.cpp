@@ -115,8 +115,10 @@ http::HttpResponse put_file(SandboxService& svc, const http::HttpRequest& req) {
   return http::json_response(200, {{"path", *path}, {"size", req.body.size()}});
 }
 
-// The file comes whole from the agent, then goes out in chunks: held once, never copied into a
-// second response buffer (send() would build head + body in one string).
+// The file streams from the agent to the client chunk by chunk: the daemon holds one chunk at a
+// time, whatever the file's size. Its size is checked first (413 before any byte); an agent error
+// after the 200 went out (the file grew past the limit, the sandbox died) cuts the chunked
+// response short, which the client sees as a truncated body rather than a complete file.
 void get_file(SandboxService& svc, const http::HttpRequest& req, http::ResponseWriter& w) {
   auto path = query_path(req);
   if (!path) return (void)w.send(api_error_response(path.error()));
@@ -124,13 +126,24 @@ void get_file(SandboxService& svc, const http::HttpRequest& req, http::ResponseW
   if (!target) return (void)w.send(api_error_response(target.error()));
   auto client = connect_agent(*target);
   if (!client) return (void)w.send(api_error_response(client.error()));
-  auto data = client->get_file(*path, svc.config().max_upload_bytes);
-  if (!data.ok()) return (void)w.send(api_error_response(agent_api_error(data.error())));
-  if (!w.begin_stream(200, {{"Content-Type", "application/octet-stream"}}).ok()) return;
-  constexpr size_t kPiece = 1 << 20;
-  for (size_t off = 0; off < data->size(); off += kPiece) {
-    if (!w.write_chunk(std::string_view(*data).substr(off, kPiece)).ok()) return;
+  const uint64_t limit = svc.config().max_upload_bytes;
+  auto info = client->stat(*path);
+  if (!info.ok()) return (void)w.send(api_error_response(agent_api_error(info.error())));
+  if (info->type == "file" && info->size > limit)
+    return (void)w.send(api_error_response(
+        too_large("'" + *path + "' is larger than " + std::to_string(limit) + " bytes")));
+  Status streamed = client->get_file_stream(*path, limit, [&](std::string_view chunk) -> Status {
+    if (!w.started())
+      TRY_STATUS(w.begin_stream(200, {{"Content-Type", "application/octet-stream"}}));
+    return w.write_chunk(chunk);
+  });
+  if (!streamed.ok()) {
+    if (!w.started()) return (void)w.send(api_error_response(agent_api_error(streamed.error())));
+    w.abort_stream();  // the client sees the body cut short
+    return;
   }
+  if (!w.started() && !w.begin_stream(200, {{"Content-Type", "application/octet-stream"}}).ok())
+    return;
   (void)w.finish();
 }
 

@@ -66,6 +66,11 @@ Router api_router() {
                  throw std::runtime_error("boom");
                }).ok());
   EXPECT_TRUE(r.add_streaming("GET", "/silent", [](HttpRequest&, ResponseWriter&) {}).ok());
+  EXPECT_TRUE(r.add_streaming("GET", "/cut", [](HttpRequest&, ResponseWriter& w) {
+                 if (!w.begin_stream(200, {{"Content-Type", "text/plain"}})) return;
+                 if (!w.write_chunk("first part\n")) return;
+                 w.abort_stream();  // its source failed half-way
+               }).ok());
   EXPECT_TRUE(r.add("GET", "/bad-header", [](const HttpRequest&) {
                  HttpResponse resp;
                  resp.headers.set("X-Evil", "a\r\nSet-Cookie: x=1");
@@ -254,6 +259,21 @@ TEST(HttpServer, HandlerFailuresBecome500) {
     EXPECT_EQ(r->status, 500) << target;
     EXPECT_FALSE(r->headers.has("Set-Cookie"));
   }
+  EXPECT_EQ(test::get_status(ts.path, "/status"), 200);
+}
+
+// A stream whose source fails after the 200 went out must not look complete: no final chunk,
+// the connection is closed, and the client reports the body as cut short.
+TEST(HttpServer, AbortedStreamIsSeenAsTruncated) {
+  TestServer ts;
+  ASSERT_TRUE(ts.start(api_router()));
+  std::string got;
+  auto r = http_request_stream(ts.path, "GET", "/cut", {}, {}, [&](std::string_view piece) {
+    got.append(piece);
+    return true;
+  });
+  EXPECT_FALSE(r.ok()) << "a cut stream read as a complete response";
+  EXPECT_EQ(got, "first part\n");
   EXPECT_EQ(test::get_status(ts.path, "/status"), 200);
 }
 

@@ -288,7 +288,7 @@ bool Session::run_handler(const Router::Route& route, HttpRequest& req, bool kee
   } else if (!w.complete()) {
     // A handler that failed mid-stream: cut the connection, so the client sees a truncated
     // body instead of a clean end.
-    if (threw) return false;
+    if (threw || w.failed()) return false;
     (void)w.finish();
   }
   return w.keep_alive() && !ctx_.stopping->load();

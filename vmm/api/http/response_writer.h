@@ -42,6 +42,9 @@ class ResponseWriter {
   Status begin_stream(int status, const HttpHeaders& headers = {});
   Status write_chunk(std::string_view data);
   Status finish();
+  // Gives up on a started stream whose source failed: no final chunk is sent and the server
+  // closes the connection, so the client sees a truncated body, never a clean end.
+  void abort_stream() { failed_ = true; }
 
   bool started() const { return started_; }
   bool complete() const { return complete_; }
