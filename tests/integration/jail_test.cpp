@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/integration/proc_status.h"
 #include "tests/integration/process_runner.h"
 #include "tests/integration/testguest_harness.h"
 
@@ -102,30 +103,6 @@ std::vector<std::string> jail_argv(const std::string& id, const std::string& sce
   return argv;
 }
 
-// The jailed child of supervisor `sup` (the VMM, PID 1 of its namespace).
-int child_of(int sup) {
-  for (const std::string& name : list_dir("/proc")) {
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::istringstream status(read_text("/proc/" + name + "/status"));
-    std::string line;
-    while (std::getline(status, line))
-      if (line.rfind("PPid:", 0) == 0 && std::stoi(line.substr(5)) == sup) return std::stoi(name);
-  }
-  return -1;
-}
-
-std::string status_field(int pid, const std::string& key) {
-  std::istringstream status(read_text("/proc/" + std::to_string(pid) + "/status"));
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind(key + ":", 0) == 0) {
-      std::string v = line.substr(key.size() + 1);
-      size_t start = v.find_first_not_of(" \t");
-      return start == std::string::npos ? "" : v.substr(start);
-    }
-  return "";
-}
-
 std::string limit_line(int pid, const std::string& name) {
   std::istringstream limits(read_text("/proc/" + std::to_string(pid) + "/limits"));
   std::string line;
@@ -137,12 +114,6 @@ std::string limit_line(int pid, const std::string& name) {
       return soft + " " + hard;
     }
   return "";
-}
-
-std::string ns_link(const std::string& pid, const char* ns) {
-  char buf[64] = {};
-  std::string p = "/proc/" + pid + "/ns/" + ns;
-  return readlink(p.c_str(), buf, sizeof buf - 1) > 0 ? buf : "";
 }
 
 std::string trim(std::string s) {
@@ -192,7 +163,7 @@ TEST_F(JailKvm, LiveJailedVmmIsConfinedAndSigkillCleansUp) {
   close(leaked);
   ASSERT_TRUE(sup.started());
   ASSERT_TRUE(sup.wait_for_output("idle ready", std::chrono::seconds(30))) << sup.err();
-  const int vmm = child_of(sup.pid());
+  const int vmm = proc_first_child(sup.pid());
   ASSERT_GT(vmm, 0);
   const std::string p = std::to_string(vmm);
 
@@ -207,15 +178,17 @@ TEST_F(JailKvm, LiveJailedVmmIsConfinedAndSigkillCleansUp) {
     }
   EXPECT_EQ(read_text("/proc/" + p + "/environ"), std::string("PATH=/usr/bin:/bin\0", 19));
 
-  EXPECT_EQ(status_field(vmm, "Uid"), std::string(kUid) + "\t" + kUid + "\t" + kUid + "\t" + kUid);
-  EXPECT_EQ(status_field(vmm, "Gid"), std::string(kGid) + "\t" + kGid + "\t" + kGid + "\t" + kGid);
-  EXPECT_EQ(status_field(vmm, "Groups"), "");
+  EXPECT_EQ(proc_status_field(vmm, "Uid"),
+            std::string(kUid) + "\t" + kUid + "\t" + kUid + "\t" + kUid);
+  EXPECT_EQ(proc_status_field(vmm, "Gid"),
+            std::string(kGid) + "\t" + kGid + "\t" + kGid + "\t" + kGid);
+  EXPECT_EQ(proc_status_field(vmm, "Groups"), "");
   for (const char* caps : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
-    EXPECT_EQ(status_field(vmm, caps), "0000000000000000") << caps;
-  EXPECT_EQ(status_field(vmm, "NoNewPrivs"), "1");
-  EXPECT_EQ(status_field(vmm, "Seccomp"), "2");
+    EXPECT_EQ(proc_status_field(vmm, caps), "0000000000000000") << caps;
+  EXPECT_EQ(proc_status_field(vmm, "NoNewPrivs"), "1");
+  EXPECT_EQ(proc_status_field(vmm, "Seccomp"), "2");
   for (const char* ns : {"mnt", "pid", "ipc", "uts", "net"})
-    EXPECT_NE(ns_link(p, ns), ns_link("self", ns)) << ns << " namespace is the host's";
+    EXPECT_NE(proc_ns_link(p, ns), proc_ns_link("self", ns)) << ns << " namespace is the host's";
 
   // The root: the listed files at their host paths, /dev with four nodes, /tmp, /run; nothing
   // else (the loader and libraries of a dynamically linked carapace live under lib*, usr).
@@ -284,7 +257,7 @@ TEST_F(JailKvm, ProcPidsShowsOnlyTheJailsOwnProcesses) {
   RunningProcess sup(jail_argv(id, "idle", {"--proc", "pids"}));
   ASSERT_TRUE(sup.started());
   ASSERT_TRUE(sup.wait_for_output("idle ready", std::chrono::seconds(30))) << sup.err();
-  const int vmm = child_of(sup.pid());
+  const int vmm = proc_first_child(sup.pid());
   ASSERT_GT(vmm, 0);
   const std::string proc = "/proc/" + std::to_string(vmm) + "/root/proc";
   std::set<std::string> entries = list_dir(proc);
@@ -320,7 +293,7 @@ TEST_F(JailKvm, MemoryLimitKillsOnlyThatVm) {
   EXPECT_NE(r.err.find("memory limit of 64 MiB reached"), std::string::npos) << r.err;
   expect_cleaned_up("greedy");
 
-  const int vmm = child_of(neighbour.pid());
+  const int vmm = proc_first_child(neighbour.pid());
   EXPECT_GT(vmm, 0) << "the neighbouring VM died too";
   // SIGTERM to a supervisor ends its VM (a namespace init ignores it, so the supervisor kills).
   ASSERT_EQ(kill(neighbour.pid(), SIGTERM), 0);
@@ -336,13 +309,13 @@ TEST_F(JailKvm, NextJailCleansUpAfterSupervisorSigkill) {
   const std::string id = "orphan-1";
   RunningProcess sup(jail_argv(id, "idle", {"--pids-max", "32"}));
   ASSERT_TRUE(sup.wait_for_output("idle ready", std::chrono::seconds(30))) << sup.err();
-  const int vmm = child_of(sup.pid());
+  const int vmm = proc_first_child(sup.pid());
   ASSERT_GT(vmm, 0);
   ASSERT_EQ(kill(sup.pid(), SIGKILL), 0);
   sup.finish(std::chrono::seconds(10));
   // Dead means gone or a zombie waiting for its new parent (init) to reap it.
   auto dead = [&] {
-    std::string state = status_field(vmm, "State");
+    std::string state = proc_status_field(vmm, "State");
     return state.empty() || state[0] == 'Z';
   };
   for (int i = 0; i < 2000 && !dead(); ++i)

@@ -11,23 +11,11 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from daemon_harness import Daemon, cc  # noqa: E402
+from daemon_harness import DaemonTestCase, cc  # noqa: E402
 
 
-class ClientsOverKvm(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.daemon = Daemon()
-        try:
-            cls.daemon.start()
-            cls.tpl = cls.daemon.testguest_template()
-        except BaseException:
-            cls.daemon.stop()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.stop()
+class ClientsOverKvm(DaemonTestCase):
+    TEMPLATE = "testguest_template"
 
     def ids(self):
         return {s.id for s in cc.Sandbox.list(client=self.daemon.client)}

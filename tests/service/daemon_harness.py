@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "..", "..", "clients", "python"))
@@ -98,3 +99,24 @@ class Daemon:
     def env(self):
         """The environment for a child client process."""
         return dict(os.environ, CARAPACE_SOCKET=self.socket)
+
+
+class DaemonTestCase(unittest.TestCase):
+    """One daemon for the whole test class, with one template made by `TEMPLATE` (the name of a
+    Daemon method: "process_template" or "testguest_template") as `cls.tpl`."""
+
+    TEMPLATE = "process_template"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon()
+        try:
+            cls.daemon.start()
+            cls.tpl = getattr(cls.daemon, cls.TEMPLATE)()
+        except BaseException:
+            cls.daemon.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.stop()

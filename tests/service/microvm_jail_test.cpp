@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/integration/proc_status.h"
 #include "tests/service/microvm_test_util.h"
 #include "vmm/base/unique_fd.h"
 #include "vmm/service/microvm_instance.h"
@@ -14,6 +15,8 @@ namespace carapace::service {
 namespace {
 
 using namespace std::chrono_literals;
+using carapace::testing::proc_ns_link;
+using carapace::testing::proc_status_field;
 
 class MicrovmJailTest : public MicrovmFixture {
  protected:
@@ -22,24 +25,6 @@ class MicrovmJailTest : public MicrovmFixture {
     MicrovmFixture::SetUp();
   }
 };
-
-std::string status_field(int pid, const std::string& key) {
-  std::istringstream status(read_text("/proc/" + std::to_string(pid) + "/status"));
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind(key + ":", 0) == 0) {
-      std::string v = line.substr(key.size() + 1);
-      const size_t start = v.find_first_not_of(" \t");
-      return start == std::string::npos ? "" : v.substr(start);
-    }
-  return "";
-}
-
-std::string ns_link(const std::string& pid, const char* ns) {
-  char buf[64] = {};
-  const std::string p = "/proc/" + pid + "/ns/" + ns;
-  return ::readlink(p.c_str(), buf, sizeof buf - 1) > 0 ? buf : "";
-}
 
 std::string first_component(const std::string& path) {
   return path.substr(1, path.find('/', 1) - 1);
@@ -86,20 +71,21 @@ TEST_F(MicrovmJailTest, DaemonMadeVmmsAreJailed) {
     const std::string uid = std::to_string(d["jail"]["host_uid"].get<uint32_t>());
     jail_ids.insert(id);
     uids.insert(uid);
-    const int vmm = child_of(inst->pid());  // the back end's process is the jail supervisor
+    const int vmm = carapace::testing::proc_first_child(
+        inst->pid());  // the back end's process is the jail supervisor
     ASSERT_GT(vmm, 0);
     const std::string p = std::to_string(vmm);
     EXPECT_EQ(cmdline_of(p).at(1), "restore");
 
     EXPECT_NE(uid, "0");
-    EXPECT_EQ(status_field(vmm, "Uid"), uid + "\t" + uid + "\t" + uid + "\t" + uid);
-    EXPECT_EQ(status_field(vmm, "Gid"), uid + "\t" + uid + "\t" + uid + "\t" + uid);
+    EXPECT_EQ(proc_status_field(vmm, "Uid"), uid + "\t" + uid + "\t" + uid + "\t" + uid);
+    EXPECT_EQ(proc_status_field(vmm, "Gid"), uid + "\t" + uid + "\t" + uid + "\t" + uid);
     for (const char* caps : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
-      EXPECT_EQ(status_field(vmm, caps), "0000000000000000") << caps;
-    EXPECT_EQ(status_field(vmm, "NoNewPrivs"), "1");
-    EXPECT_EQ(status_field(vmm, "Seccomp"), "2");
+      EXPECT_EQ(proc_status_field(vmm, caps), "0000000000000000") << caps;
+    EXPECT_EQ(proc_status_field(vmm, "NoNewPrivs"), "1");
+    EXPECT_EQ(proc_status_field(vmm, "Seccomp"), "2");
     for (const char* ns : {"mnt", "pid", "ipc", "uts", "net"})
-      EXPECT_NE(ns_link(p, ns), ns_link("self", ns)) << ns << " namespace is the host's";
+      EXPECT_NE(proc_ns_link(p, ns), proc_ns_link("self", ns)) << ns << " namespace is the host's";
 
     // Its root: the binary and its libraries, the kernel image's folder (not bound: a restore
     // reads only the snapshot), the template's snapshot and its own folder; /dev, /tmp, /run and
@@ -235,7 +221,7 @@ TEST_F(MicrovmJailTest, VmKilledInItsJailIsReportedAndCleanedUp) {
   auto a = (*t)->acquire({}, nullptr);
   ASSERT_TRUE(a.ok()) << a.error().describe();
   const std::string id = (*a)->describe()["jail"]["id"].get<std::string>();
-  const int vmm = child_of((*a)->pid());
+  const int vmm = carapace::testing::proc_first_child((*a)->pid());
   ASSERT_GT(vmm, 0);
   ASSERT_EQ(::kill(vmm, SIGKILL), 0);
   auto until = std::chrono::steady_clock::now() + 10s;

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/proc_status.h"
 #include "vmm/service/backend.h"
 
 namespace carapace::service {
@@ -79,15 +80,6 @@ inline int pooled_vmm_pid(const std::string& dir) {
       if (args[i] == "--snapshot" && args[i + 1] == dir + "/snapshot") return std::stoi(name);
   }
   return -1;
-}
-
-// The child of process `parent` (a jail supervisor's VMM), or -1.
-inline int child_of(int parent) {
-  const std::string children = read_text("/proc/" + std::to_string(parent) + "/task/" +
-                                         std::to_string(parent) + "/children");
-  std::istringstream in(children);
-  int pid = -1;
-  return in >> pid ? pid : -1;
 }
 
 // utime + stime of a process, in clock ticks.

@@ -7,24 +7,10 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from daemon_harness import DOC_SPEC, Daemon, cc  # noqa: E402
+from daemon_harness import DOC_SPEC, DaemonTestCase, cc  # noqa: E402
 
 
-class PythonClientE2E(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.daemon = Daemon()
-        try:
-            cls.daemon.start()
-            cls.tpl = cls.daemon.process_template()
-        except BaseException:
-            cls.daemon.stop()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.stop()
-
+class PythonClientE2E(DaemonTestCase):
     def sandbox(self):
         return cc.Sandbox.create(template=self.tpl.id, timeout=300, env={"GREETING": "hi"},
                                  client=self.daemon.client)

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/integration/proc_status.h"
 #include "tests/integration/process_runner.h"
 #include "tests/service/daemon_harness.h"
 
@@ -18,28 +19,6 @@ namespace carapace::testing {
 namespace {
 
 using nlohmann::json;
-
-std::string proc_status(int pid, const std::string& key) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(key + ":", 0) == 0)
-      return line.substr(line.find_first_not_of(" \t", key.size() + 1));
-  return "";
-}
-
-int child_pid(int parent) {
-  std::ifstream in("/proc/" + std::to_string(parent) + "/task/" + std::to_string(parent) +
-                   "/children");
-  int pid = -1;
-  return in >> pid ? pid : -1;
-}
-
-std::string ns_of(const std::string& pid, const char* ns) {
-  char buf[64] = {};
-  const std::string p = "/proc/" + pid + "/ns/" + ns;
-  return ::readlink(p.c_str(), buf, sizeof buf - 1) > 0 ? buf : "";
-}
 
 class ServeKvmTest : public DaemonTest {
  protected:
@@ -113,16 +92,16 @@ TEST_F(ServeKvmTest, SandboxLifecycleOverKvm) {
   ASSERT_TRUE(a["backend"].contains("jail")) << a.dump();
   const std::string jail_id = a["backend"]["jail"]["id"];
   {
-    const int vmm = child_pid(a["backend"]["pid"].get<int>());
+    const int vmm = proc_first_child(a["backend"]["pid"].get<int>());
     ASSERT_GT(vmm, 0);
     const std::string uid = std::to_string(a["backend"]["jail"]["host_uid"].get<uint32_t>());
     EXPECT_NE(uid, "0");
-    EXPECT_EQ(proc_status(vmm, "Uid"), uid + "\t" + uid + "\t" + uid + "\t" + uid);
-    EXPECT_EQ(proc_status(vmm, "CapEff"), "0000000000000000");
-    EXPECT_EQ(proc_status(vmm, "CapBnd"), "0000000000000000");
-    EXPECT_EQ(proc_status(vmm, "Seccomp"), "2");
+    EXPECT_EQ(proc_status_field(vmm, "Uid"), uid + "\t" + uid + "\t" + uid + "\t" + uid);
+    EXPECT_EQ(proc_status_field(vmm, "CapEff"), "0000000000000000");
+    EXPECT_EQ(proc_status_field(vmm, "CapBnd"), "0000000000000000");
+    EXPECT_EQ(proc_status_field(vmm, "Seccomp"), "2");
     for (const char* ns : {"mnt", "pid", "net", "ipc", "uts"})
-      EXPECT_NE(ns_of(std::to_string(vmm), ns), ns_of("self", ns)) << ns;
+      EXPECT_NE(proc_ns_link(std::to_string(vmm), ns), proc_ns_link("self", ns)) << ns;
   }
 
   std::string cold = microvm_template(0);
