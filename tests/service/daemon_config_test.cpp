@@ -18,6 +18,8 @@ TEST(DaemonConfig, EmptyObjectGivesDefaults) {
   EXPECT_FALSE(c->tcp.has_value());
   EXPECT_TRUE(c->seccomp);
   EXPECT_FALSE(c->jail.has_value());
+  EXPECT_DOUBLE_EQ(c->vm_start_timeout_s, 10);
+  EXPECT_DOUBLE_EQ(c->hand_out_timeout_s, 10);
   // Unset, VMMs are jailed whenever the daemon can jail them: as root, with seccomp.
   EXPECT_EQ(jail_microvms(*c), ::geteuid() == 0);
 }
@@ -27,6 +29,7 @@ TEST(DaemonConfig, EveryField) {
     "default_ttl_s": 60, "max_ttl_s": 600, "max_request_bytes": 2048,
     "max_upload_bytes": 1048576, "health_interval_s": 0.5, "health_timeout_s": 2,
     "header_timeout_s": 3, "max_connections": 8, "on_shutdown": "persist",
+    "vm_start_timeout_s": 120, "hand_out_timeout_s": 90.5,
     "tcp": {"port": 8080, "token_file": "/etc/token"}, "seccomp": false})");
   ASSERT_TRUE(c.ok()) << c.error().describe();
   EXPECT_EQ(c->max_sandboxes, 5u);
@@ -38,6 +41,8 @@ TEST(DaemonConfig, EveryField) {
   EXPECT_DOUBLE_EQ(c->health_interval_s, 0.5);
   EXPECT_DOUBLE_EQ(c->health_timeout_s, 2);
   EXPECT_DOUBLE_EQ(c->header_timeout_s, 3);
+  EXPECT_DOUBLE_EQ(c->vm_start_timeout_s, 120);
+  EXPECT_DOUBLE_EQ(c->hand_out_timeout_s, 90.5);
   EXPECT_EQ(c->max_connections, 8u);
   EXPECT_EQ(c->on_shutdown, OnShutdown::kPersist);
   ASSERT_TRUE(c->tcp.has_value());
@@ -69,6 +74,8 @@ TEST(DaemonConfig, BadInputNamesTheField) {
       {R"({"default_ttl_s": 100, "max_ttl_s": 50})", "default_ttl_s"},
       {R"({"on_shutdown": "snapshot"})", "on_shutdown"},
       {R"({"health_interval_s": -1})", "health_interval_s"},
+      {R"({"vm_start_timeout_s": 0})", "vm_start_timeout_s"},
+      {R"({"hand_out_timeout_s": "10"})", "hand_out_timeout_s"},
       {R"({"tcp": {"port": 80}})", "token_file"},
       {R"({"tcp": {"port": 70000, "token_file": "/t"}})", "port"},
       {R"({"tcp": {"token_file": "/t", "host": "0.0.0.0"}})", "tcp.host"},

@@ -25,7 +25,9 @@ const char kRestoreUsage[] =
     "gets\n"
     "                             a restore notice (post_restore over vsock port 52: wall clock,\n"
     "                             fresh entropy, a new random token); a clone whose agent does\n"
-    "                             not take it within 10 s is stopped. Needs --vsock.\n"
+    "                             not take it within --agent-timeout is stopped. Needs --vsock.\n"
+    "  --agent-timeout SEC        how long each clone's agent may take to answer the restore\n"
+    "                             notice (default 10)\n"
     "  --agent-token-out PATH     write clone I's new token to PATH.<I> (PATH for one clone),\n"
     "                             mode 0600; needs --agent-token\n"
     "  --paused                   restore with the vCPUs stopped: the guest runs only after\n"
@@ -117,6 +119,8 @@ Result<RestoreArgs> parse_restore_args(const std::vector<std::string>& args) {
     } else if (flag == "--agent-token-out") {
       out.agent_token_out = TRY(value());
       if (out.agent_token_out.empty()) return bad("--agent-token-out: empty path");
+    } else if (flag == "--agent-timeout") {
+      out.agent_timeout_s = TRY(parse_seconds(flag, TRY(value())));
     } else if (flag == "--paused") {
       out.start_paused = true;
     } else if (flag == "--no-seccomp") {

@@ -23,6 +23,7 @@ struct RestoreArgs {
   std::string api_sock;         // --api-sock: per clone PATH.<i> when N > 1
   std::string agent_token;      // --agent-token: send each clone's agent a restore notice
   std::string agent_token_out;  // --agent-token-out: where the clones' new tokens go
+  double agent_timeout_s = 10;  // --agent-timeout: for each clone's answer to the notice
   bool seccomp = true;
   // --paused: the vCPUs stay parked (no guest CPU time) until PUT /vm/resume on the API socket;
   // how the daemon keeps a pool of restored VMs that cost nothing while they wait.

@@ -124,9 +124,9 @@ void send_restore_notices(const RestoreArgs& args, std::vector<std::unique_ptr<M
       auto token = generate_sandbox_token();
       if (!token.ok()) return fail_clone(token.error().describe());
       const MachineConfig& config = vms[i]->config();
-      auto applied = send_restore_notice(config.devices.vsock->uds_path,
-                                         RestoreNotice{args.agent_token, *token, ""},
-                                         std::chrono::seconds(10));
+      auto applied = send_restore_notice(
+          config.devices.vsock->uds_path, RestoreNotice{args.agent_token, *token, ""},
+          std::chrono::milliseconds(static_cast<int64_t>(args.agent_timeout_s * 1000)));
       if (!applied.ok()) return fail_clone(applied.error().describe());
       if (!args.agent_token_out.empty()) {
         const std::string path =

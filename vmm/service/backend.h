@@ -9,6 +9,7 @@
 // daemon and in the agent: it never goes on a command line a sandboxed process could read.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -119,6 +120,9 @@ struct BackendContext {
   // microvm: run each VMM inside `carapace jail` (its own uid, namespaces, a root holding only
   // its files, cgroup limits from the template). The daemon's default (DaemonConfig::jail).
   bool jail = false;
+  // microvm: DaemonConfig::vm_start_timeout_s and hand_out_timeout_s.
+  std::chrono::milliseconds vm_start_timeout{10'000};
+  std::chrono::milliseconds hand_out_timeout{10'000};
 };
 
 // microvm: boots spec.kernel with `carapace run` (test guest: boot_args

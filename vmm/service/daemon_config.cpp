@@ -84,6 +84,10 @@ Result<DaemonConfig> parse_daemon_config(std::string_view json_text) {
       c.health_timeout_s = TRY(get_seconds(o, key, 0.01, 600));
     } else if (key == "header_timeout_s") {
       c.header_timeout_s = TRY(get_seconds(o, key, 0.1, 600));
+    } else if (key == "vm_start_timeout_s") {
+      c.vm_start_timeout_s = TRY(get_seconds(o, key, 0.1, 3600));
+    } else if (key == "hand_out_timeout_s") {
+      c.hand_out_timeout_s = TRY(get_seconds(o, key, 0.1, 3600));
     } else if (key == "max_connections") {
       c.max_connections = static_cast<uint32_t>(TRY(get_uint(o, key, 1, 4096)));
     } else if (key == "on_shutdown") {

@@ -29,6 +29,11 @@ struct DaemonConfig {
   double health_interval_s = 10;                    // 0 = no health checks
   double health_timeout_s = 5;
   double header_timeout_s = 10;  // a client must send a request head within this
+  // microvm: how long a restored VMM may take to come up (its sockets answering), and how long a
+  // hand-out (resume, restore notice, the agent's answer) may take. The defaults suit hosts with
+  // hardware virtualization; hosts that emulate it (a nested test harness) raise them.
+  double vm_start_timeout_s = 10;
+  double hand_out_timeout_s = 10;
   uint32_t max_connections = 64;
   OnShutdown on_shutdown = OnShutdown::kDestroy;
   std::optional<TcpConfig> tcp;

@@ -31,8 +31,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr milliseconds kRestoreTimeout{10'000};
-constexpr milliseconds kHandOutTimeout{10'000};
 constexpr size_t kTokenBytes = 16;
 // Pooled VMs that fail their hand-out are replaced; after this many, acquire restores one now.
 constexpr int kMaxPooledTries = 3;
@@ -107,7 +105,8 @@ class MicrovmTemplate : public TemplateBackend {
       : spec_(std::move(spec)),
         ctx_(std::move(ctx)),
         snapshot_dir_(ctx_.dir + "/snapshot"),
-        jail_tag_(jail_tag(ctx_.template_id)) {}
+        jail_tag_(jail_tag(ctx_.template_id)),
+        snapshots_in_memory_(on_memory_filesystem(ctx_.dir)) {}
   ~MicrovmTemplate() override { shutdown(); }
 
   // Reuses a complete snapshot an earlier run left in the folder, else boots and snapshots.
@@ -145,7 +144,8 @@ class MicrovmTemplate : public TemplateBackend {
   const BackendContext ctx_;
   const std::string snapshot_dir_;
   const std::string jail_tag_;
-  std::string token_;  // the snapshot's agent token: only post_restore uses it
+  const bool snapshots_in_memory_;  // the template folder is tmpfs/ramfs (vm_jail)
+  std::string token_;               // the snapshot's agent token: only post_restore uses it
   double build_ms_ = 0;
   bool reused_ = false;  // the snapshot came from an earlier run (no boot)
   std::atomic<uint64_t> next_vm_{0};
@@ -220,7 +220,7 @@ Status MicrovmTemplate::reuse_snapshot() {
   // An earlier run may have left it for VMMs as root (jail off): owners and modes are set anew.
   TRY_STATUS(seal_snapshot_dir(snapshot_dir_, ctx_.jail));
   auto vm = TRY(restore_paused(snapshot_dir_, "reuse"));
-  Status s = vm->hand_out(token_, ctx_.template_id + "-reuse", kHandOutTimeout);
+  Status s = vm->hand_out(token_, ctx_.template_id + "-reuse", ctx_.hand_out_timeout);
   vm->destroy();
   if (!s.ok()) return make_error("trial restore: " + s.error().describe());
   return {};
@@ -261,9 +261,10 @@ Result<std::unique_ptr<MicrovmInstance>> MicrovmTemplate::launch(
   std::optional<VmJail> jail;
   if (ctx_.jail) {
     const std::string name = paths.dir.substr(paths.dir.rfind('/') + 1);
-    jail = vm_jail(spec_, ctx_.dir, jail_tag_, name, paths, read_only, next_vm_uid());
+    jail = vm_jail(spec_, ctx_.dir, jail_tag_, name, paths, read_only, next_vm_uid(),
+                   snapshots_in_memory_);
   }
-  return MicrovmInstance::launch(vmm_argv, paths, cid, jail, paused, kRestoreTimeout);
+  return MicrovmInstance::launch(vmm_argv, paths, cid, jail, paused, ctx_.vm_start_timeout);
 }
 
 Result<std::unique_ptr<MicrovmInstance>> MicrovmTemplate::restore_paused(
@@ -327,7 +328,7 @@ Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions
                vm->pid(), vm->exit_description().c_str());
       continue;
     }
-    if (Status s = vm->hand_out(token_, hostname(*vm), kHandOutTimeout); !s.ok()) {
+    if (Status s = vm->hand_out(token_, hostname(*vm), ctx_.hand_out_timeout); !s.ok()) {
       LOG_WARN("template %s: pooled VM %d failed its hand-out: %s", ctx_.template_id.c_str(),
                vm->pid(), s.error().describe().c_str());
       continue;
@@ -344,7 +345,7 @@ Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions
     ++misses_;
   }
   auto vm = TRY(restore_paused(snapshot_dir_));
-  TRY_STATUS(vm->hand_out(token_, hostname(*vm), kHandOutTimeout));
+  TRY_STATUS(vm->hand_out(token_, hostname(*vm), ctx_.hand_out_timeout));
   return std::unique_ptr<Instance>(std::move(vm));
 }
 
@@ -385,7 +386,7 @@ Result<std::vector<std::unique_ptr<Instance>>> MicrovmTemplate::fork(Instance& p
   if (!failed.ok()) return make_error("fork: " + failed.error().describe());
   for (auto& child : children) {
     auto& vm = static_cast<MicrovmInstance&>(*child);
-    if (Status s = vm.hand_out(p->agent().token, hostname(vm), kHandOutTimeout); !s.ok())
+    if (Status s = vm.hand_out(p->agent().token, hostname(vm), ctx_.hand_out_timeout); !s.ok())
       return make_error("fork: child " + std::to_string(vm.cid()) + ": " + s.error().describe());
   }
   return children;

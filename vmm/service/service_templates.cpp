@@ -123,6 +123,10 @@ ApiResult<std::shared_ptr<SandboxService::TemplateEntry>> SandboxService::build_
   ctx.agent_exe = options_.agent_exe;
   ctx.seccomp = options_.config.seccomp;
   ctx.jail = jail_microvms(options_.config);
+  ctx.vm_start_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(options_.config.vm_start_timeout_s * 1000));
+  ctx.hand_out_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(options_.config.hand_out_timeout_s * 1000));
 
   auto start = std::chrono::steady_clock::now();
   auto backend = factory->second(*spec, ctx);

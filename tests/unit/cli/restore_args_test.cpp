@@ -17,6 +17,16 @@ TEST(RestoreArgs, Minimal) {
   ASSERT_TRUE(a.ok()) << a.error().describe();
   EXPECT_EQ(a->snapshot_dir, "/s");
   EXPECT_EQ(a->clones, 1u);
+  EXPECT_DOUBLE_EQ(a->agent_timeout_s, 10);
+}
+
+// Hosts that emulate virtualization (the nested test harness) give the clones' agents longer to
+// answer the restore notice; the default suits real hardware.
+TEST(RestoreArgs, AgentTimeoutIsASetting) {
+  auto a = parse({"--snapshot", "/s", "--vsock", "cid=3,uds=/tmp/v", "--agent-token", "ab",
+                  "--agent-timeout", "90"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_DOUBLE_EQ(a->agent_timeout_s, 90);
 }
 
 TEST(RestoreArgs, RefusesBadInputWithOneLine) {
@@ -30,6 +40,8 @@ TEST(RestoreArgs, RefusesBadInputWithOneLine) {
            {"--snapshot", "/s", "--kernel", "k"},
            {"--snapshot", "/s", "--console", "tty"},
            {"--snapshot", "/s", "--timeout", "0"},
+           {"--snapshot", "/s", "--agent-timeout", "0"},
+           {"--snapshot", "/s", "--agent-timeout", "soon"},
        }) {
     auto a = parse(args);
     ASSERT_FALSE(a.ok());
