@@ -65,6 +65,23 @@ TEST(MicrovmArgs, EachVmHasItsOwnFolder) {
     EXPECT_EQ(f.rfind("/s/i3/", 0), 0u) << f;
 }
 
+// A snapshot written into a tmpfs/ramfs state folder stays in RAM, charged to the VMM's memory
+// cgroup on top of the guest's RAM it copies: found on the nested rung, where a fork of a sandbox
+// that had touched half its RAM got its parent VMM OOM-killed. There the limit holds one more
+// guest RAM; on a disk the written pages are page cache the cgroup can reclaim.
+TEST(MicrovmArgs, MemoryLimitHoldsASnapshotWrittenToMemory) {
+  TemplateSpec spec;
+  spec.mem_mib = 1024;
+  VmPaths p = vm_paths("/s/tpl-1", "i3");
+  EXPECT_EQ(vm_jail(spec, "/s/tpl-1", "t", "i3", p, {}, 261234, false).mem_limit_mib,
+            1024 + kVmmMemOverheadMib);
+  EXPECT_EQ(vm_jail(spec, "/s/tpl-1", "t", "i3", p, {}, 261234, true).mem_limit_mib,
+            2 * 1024 + kVmmMemOverheadMib);
+  EXPECT_TRUE(on_memory_filesystem("/dev/shm"));  // tmpfs on every Linux with glibc's shm_open
+  EXPECT_FALSE(on_memory_filesystem("/proc"));
+  EXPECT_FALSE(on_memory_filesystem("/nonexistent/folder"));
+}
+
 // SECURITY-CHECKS 32: the jail a daemon-made VMM runs in: its own uid, a new network namespace,
 // /proc of its own processes, limits sized from the template, read-only binds for what it reads
 // and its folder as the only writable one.
@@ -76,7 +93,7 @@ TEST(MicrovmArgs, JailedCommandLineWrapsTheVmm) {
   spec.mem_mib = 256;
   VmPaths p = vm_paths("/s/tpl-1", "i3");
   VmJail j = vm_jail(spec, "/s/tpl-1", "tpl-1-abcd", "i3", p, {"/s/tpl-1/snapshot", "/r.ext4", ""},
-                     261234);
+                     261234, /*snapshots_in_memory=*/false);
   EXPECT_EQ(j.id, "vm-tpl-1-abcd-i3");
   EXPECT_EQ(j.chroot_base, "/s/tpl-1/jails");
   EXPECT_EQ(j.dir(), "/s/tpl-1/jails/vm-tpl-1-abcd-i3");
@@ -103,7 +120,7 @@ TEST(MicrovmArgs, JailedCommandLineWrapsTheVmm) {
   EXPECT_EQ(std::vector<std::string>(dash + 1, argv.end()),
             std::vector<std::string>(vmm.begin() + 1, vmm.end()));
   // Ids stay within the jail's alphabet and length.
-  VmJail odd = vm_jail(spec, "/s", std::string(80, '_'), "i1", p, {}, 261235);
+  VmJail odd = vm_jail(spec, "/s", std::string(80, '_'), "i1", p, {}, 261235, false);
   EXPECT_LE(odd.id.size(), 64u);
   EXPECT_EQ(
       odd.id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-"),

@@ -1,7 +1,9 @@
 #include "vmm/service/microvm_args.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/random.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -32,9 +34,15 @@ Status check_dir_fits_sockets(const std::string& dir) {
   return {};
 }
 
+bool on_memory_filesystem(const std::string& dir) {
+  struct statfs fs {};
+  if (::statfs(dir.c_str(), &fs) != 0) return false;
+  return fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC;
+}
+
 VmJail vm_jail(const TemplateSpec& spec, const std::string& template_dir, const std::string& tag,
                const std::string& name, const VmPaths& paths,
-               const std::vector<std::string>& read_only, uid_t uid) {
+               const std::vector<std::string>& read_only, uid_t uid, bool snapshots_in_memory) {
   VmJail j;
   j.id = "vm-" + tag + "-" + name;
   for (char& c : j.id)
@@ -42,7 +50,7 @@ VmJail vm_jail(const TemplateSpec& spec, const std::string& template_dir, const 
   j.id = j.id.substr(0, 64);
   j.chroot_base = template_dir + "/jails";
   j.uid = uid;
-  j.mem_limit_mib = spec.mem_mib + kVmmMemOverheadMib;
+  j.mem_limit_mib = spec.mem_mib + kVmmMemOverheadMib + (snapshots_in_memory ? spec.mem_mib : 0);
   // Threads: main, event loop, console, one per vCPU, io_uring workers; a margin for the rest.
   j.pids_max = 64 + 2 * uint64_t{spec.vcpus};
   // Its vCPUs and one more CPU for device I/O.

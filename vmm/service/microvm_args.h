@@ -53,12 +53,18 @@ struct VmJail {
 // Memory the VMM itself may use on top of the guest's RAM (its own pages, page cache of the
 // snapshot it reads or writes).
 inline constexpr uint64_t kVmmMemOverheadMib = 128;
+// True when `dir` is on a file system whose pages are RAM that reclaim cannot write out (tmpfs,
+// ramfs). A snapshot a VMM writes there is charged to its memory cgroup for as long as the file
+// lives, on top of the guest's RAM it was copied from.
+bool on_memory_filesystem(const std::string& dir);
 // The jail of VM `name` of a template: `read_only` (kernel, initrd, rootfs, or the snapshot it
 // restores) bound read-only, the VM's folder writable. `tag` keeps ids unique on the host:
-// jail ids name host-wide cgroups.
+// jail ids name host-wide cgroups. `snapshots_in_memory` (on_memory_filesystem of the template
+// folder): the memory limit also holds one snapshot of the guest's RAM, which the VMM writes
+// for a template build or a fork -- else the write itself would end in an OOM kill.
 VmJail vm_jail(const TemplateSpec& spec, const std::string& template_dir, const std::string& tag,
                const std::string& name, const VmPaths& paths,
-               const std::vector<std::string>& read_only, uid_t uid);
+               const std::vector<std::string>& read_only, uid_t uid, bool snapshots_in_memory);
 // `carapace jail <flags> -- <vmm_argv without argv[0]>`.
 std::vector<std::string> jailed_argv(const VmJail& jail, const std::string& carapace_exe,
                                      const std::vector<std::string>& vmm_argv);
