@@ -2,12 +2,16 @@
 `carapace sandbox`): started on a temporary socket and state dir, with a `process` template over
 the real rootfs. A missing prerequisite is a failure with a clear message, never a skip.
 
-Environment (set by CTest, tests/service/CMakeLists.txt):
+Environment (set by CTest, tests/service/CMakeLists.txt and tests/nested/CMakeLists.txt):
   CARAPACE_EXE        the carapace binary
   CARAPACE_ROOTFS     the guest image (tools/build-rootfs; fixture `rootfs`): process templates
   CARAPACE_TESTGUEST  the test guest: microvm templates whose agent only answers ping (kvm tests)
+  CARAPACE_E2E_DAEMON_CONFIG  a JSON object for `carapace serve --config` (e.g. the raised
+                      timeouts of an emulated host)
+  CARAPACE_E2E_TIMEOUT_SCALE  multiplies the clients' waits (default 1; the nested L1 emulates)
 """
 
+import json
 import os
 import shutil
 import signal
@@ -31,6 +35,9 @@ DOC_SPEC = {
 }
 
 
+TIMEOUT_SCALE = float(os.environ.get("CARAPACE_E2E_TIMEOUT_SCALE", "1"))
+
+
 def require_env(name):
     value = os.environ.get(name)
     if not value or not os.path.exists(value):
@@ -47,14 +54,20 @@ class Daemon:
         self.state = os.path.join(self.dir, "state")
         self.log_path = os.path.join(self.dir, "serve.log")
         self.proc = None
-        self.client = cc.Client(socket=self.socket, timeout=120)
+        self.client = cc.Client(socket=self.socket, timeout=120 * TIMEOUT_SCALE)
 
     def start(self):
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [self.exe, "serve", "--socket", self.socket, "--state-dir", self.state],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
+        argv = [self.exe, "serve", "--socket", self.socket, "--state-dir", self.state]
+        config = os.environ.get("CARAPACE_E2E_DAEMON_CONFIG")
+        if config:
+            path = os.path.join(self.dir, "config.json")
+            with open(path, "w") as f:
+                json.dump(json.loads(config), f)
+            argv += ["--config", path]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._log,
+                                     stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30 * TIMEOUT_SCALE
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"carapace serve exited with {self.proc.returncode}:\n"

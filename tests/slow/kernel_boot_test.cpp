@@ -22,6 +22,7 @@ TEST(KernelBootSlow, RealKernelBootsUnderCarapace) {
       << initramfs << " missing: run tools/build-initramfs";
 
   const bool hw = host_has_hardware_virtualization();
+  ASSERT_TRUE(hw || !nested_harness()) << "CARAPACE_NESTED is set but this host has no vmx/svm";
   const std::string cmdline = slow_kernel_cmdline(hw);
   auto r = run_process(
       {carapace_binary(), "run", "--kernel", vmlinux, "--initrd", initramfs, "--cmdline", cmdline,

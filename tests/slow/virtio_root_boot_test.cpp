@@ -125,6 +125,7 @@ TEST(VirtioRootBootSlow, RealKernelDriversAgainstOurDevices) {
   const std::string vsock_uds = tmp.path() + "/vsock";
 
   const bool hw = host_has_hardware_virtualization();
+  ASSERT_TRUE(hw || !nested_harness()) << "CARAPACE_NESTED is set but this host has no vmx/svm";
   const std::string cmdline = slow_kernel_cmdline(hw, "root=/dev/vda rw rootfstype=ext4");
   std::vector<std::string> argv = {carapace_binary(), "run",   "--kernel",       vmlinux,
                                    "--cmdline",       cmdline, "--cpu-template", "baseline",
