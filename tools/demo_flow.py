@@ -5,6 +5,9 @@ socket (docs/api.md) with the standard library only, and prints the time of each
     tools/demo_flow.py --socket SOCK --flow microvm-image --kernel VMLINUX --rootfs IMG --out DIR
     tools/demo_flow.py --socket SOCK --flow microvm-testguest --kernel TESTGUEST
     tools/demo_flow.py --socket SOCK --flow process-docs --rootfs IMG --out DIR
+    tools/demo_flow.py --serve CARAPACE [--config JSON] --flow ...   (starts its own daemon on a
+                      private socket and state dir, and stops it at the end: how tools/demo runs
+                      the microvm-image flow inside tools/nested-kvm's L1)
 
 microvm-image     (VMX/SVM hosts) template from the real kernel + image, a sandbox from the pool,
                   DOCX/PPTX/XLSX/PDF from the example spec through the API, copied to DIR.
@@ -18,8 +21,12 @@ import argparse
 import http.client
 import json
 import os
+import shutil
+import signal
 import socket
+import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,7 +84,13 @@ def step(label, fn):
     return result
 
 
+# --slow (an emulated hypervisor, e.g. tools/nested-kvm's L1) multiplies the waits by this.
+SLOW_FACTOR = 10
+WAIT_SCALE = 1
+
+
 def wait_pool(api, tpl, want, timeout=120):
+    timeout *= WAIT_SCALE
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if api.call("GET", f"/templates/{tpl}")["pool"]["ready"] >= want:
@@ -110,13 +123,15 @@ def flow_image(api, args):
     tpl = step("POST /templates (boot real kernel + image, agent, snapshot)",
                lambda: api.call("POST", "/templates", {
                    "isolation": "microvm", "kernel": args.kernel, "rootfs": args.rootfs,
-                   "boot_args": boot, "mem_mib": 1024, "vcpus": 1, "pool_size": 2}))["id"]
+                   "boot_args": boot, "mem_mib": 1024, "vcpus": 1, "pool_size": 2,
+                   "agent_timeout_s": 60 * WAIT_SCALE}))["id"]
     step("pool filled (2 restored VMs ready)", lambda: wait_pool(api, tpl, 2))
     sb = step("POST /sandboxes (from the pool)",
-              lambda: api.call("POST", "/sandboxes", {"template": tpl, "timeout_s": 600}))
+              lambda: api.call("POST", "/sandboxes", {"template": tpl, "timeout_s": 1800}))
     print(f"    sandbox {sb['id']} from_pool={sb.get('from_pool')}")
-    step("exec: uname -a", lambda: api.call("POST", f"/sandboxes/{sb['id']}/exec",
-                                             {"argv": ["uname", "-a"]}))
+    r = step("exec: uname -a", lambda: api.call("POST", f"/sandboxes/{sb['id']}/exec",
+                                                 {"argv": ["uname", "-a"]}))
+    print(f"    {r['stdout'].strip()}")
     documents(api, sb["id"], args.out)
     step("DELETE /sandboxes/{id}", lambda: api.call("DELETE", f"/sandboxes/{sb['id']}"))
     step("DELETE /templates/{id}", lambda: api.call("DELETE", f"/templates/{tpl}"))
@@ -166,20 +181,70 @@ def flow_process_docs(api, args):
     step("DELETE /templates/{id}", lambda: api.call("DELETE", f"/templates/{tpl}"))
 
 
+def start_daemon(exe, config):
+    """`carapace serve` on a private socket and state dir; returns (socket, stop)."""
+    work = tempfile.mkdtemp(prefix="carapace-demo-")
+    sock = os.path.join(work, "carapace.sock")
+    argv = [exe, "serve", "--socket", sock, "--state-dir", os.path.join(work, "state")]
+    if config:
+        path = os.path.join(work, "config.json")
+        with open(path, "w") as f:
+            json.dump(json.loads(config), f)
+        argv += ["--config", path]
+    log = open(os.path.join(work, "serve.log"), "wb")
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+
+    def stop():
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+    deadline = time.monotonic() + 30
+    while not os.path.exists(sock):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            with open(log.name, "rb") as f:
+                tail = f.read()[-2000:].decode(errors="replace")
+            stop()
+            raise SystemExit(f"demo: the daemon did not start:\n{tail}")
+        time.sleep(0.02)
+    return sock, stop
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--socket", required=True)
+    p.add_argument("--socket")
+    p.add_argument("--serve", metavar="CARAPACE", help="start this carapace's daemon first")
+    p.add_argument("--config", help="the daemon's config (JSON) with --serve")
+    p.add_argument("--slow", action="store_true",
+                   help=f"the hypervisor is emulated: every wait x{SLOW_FACTOR}")
     p.add_argument("--flow", required=True,
                    choices=["microvm-image", "microvm-testguest", "process-docs"])
     p.add_argument("--kernel")
     p.add_argument("--rootfs")
     p.add_argument("--out", default="out")
     args = p.parse_args()
-    api = Api(args.socket)
-    health = api.call("GET", "/health")
-    print(f"  daemon: {json.dumps(health)}")
-    {"microvm-image": flow_image, "microvm-testguest": flow_testguest,
-     "process-docs": flow_process_docs}[args.flow](api, args)
+    global WAIT_SCALE
+    WAIT_SCALE = SLOW_FACTOR if args.slow else 1
+    if bool(args.socket) == bool(args.serve):
+        p.error("give exactly one of --socket and --serve")
+    stop = None
+    if args.serve:
+        args.socket, stop = start_daemon(args.serve, args.config)
+    try:
+        api = Api(args.socket)
+        health = api.call("GET", "/health")
+        print(f"  daemon: {json.dumps(health)}")
+        {"microvm-image": flow_image, "microvm-testguest": flow_testguest,
+         "process-docs": flow_process_docs}[args.flow](api, args)
+    finally:
+        if stop:
+            stop()
 
 
 if __name__ == "__main__":
