@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/integration/host_leak_scan.h"
 #include "tests/integration/process_sandbox_harness.h"
 
 namespace carapace::testing {
@@ -96,6 +97,19 @@ TEST_F(ProcessSandboxTest, HostFilesAndProcessesAreInvisible) {
   EXPECT_NE(out.find("run-carapace-closed"), std::string::npos) << out;
   // The supervisor's own host pid is nowhere in the sandbox's /proc.
   EXPECT_EQ(out.find(" " + std::to_string(sb.process().pid()) + " "), std::string::npos);
+}
+
+// PID 1 is a clone of the supervisor: without its own command line it would show the
+// supervisor's (host binary, paths of the socket, token file and jail base, host uid, limits).
+TEST_F(ProcessSandboxTest, NoProcessShowsHostPathsOrIds) {
+  const std::string uid = "231237";
+  ProcessSandbox sb({"--uid", uid, "--mem-limit", "256", "--pids-max", "300"});
+  START_SANDBOX(sb);
+  std::string out;
+  auto r = sb.sh(kProcScanScript, &out);
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  expect_no_host_strings(out, {CARAPACE_BINARY, CARAPACE_AGENT, process_rootfs(), sb.sock(),
+                               "/tmp/carapace-process-test-", ProcessSandbox::kBase, uid});
 }
 
 TEST_F(ProcessSandboxTest, NoNetworkWithoutAPolicy) {

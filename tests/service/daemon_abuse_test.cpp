@@ -39,6 +39,13 @@ std::string read_some(int fd, int ms) {
   return out;
 }
 
+// The body of a raw HTTP error reply (Content-Length framed), checked like call()'s.
+void expect_raw_error_body(const std::string& reply, int status) {
+  size_t head_end = reply.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << reply;
+  expect_error_body(http::HttpResponse{status, {}, reply.substr(head_end + 4)});
+}
+
 TEST_F(DaemonTest, SecurityChecks26OversizedBodyIs413) {
   start_daemon(R"({"max_request_bytes": 4096, "max_upload_bytes": 65536,
                    "health_interval_s": 0})");
@@ -108,6 +115,7 @@ TEST_F(DaemonTest, SecurityChecks26SlowClientDoesNotBlockOthers) {
   // The slow one is answered 408 and dropped after the header timeout.
   std::string reply = read_some(slow.get(), 5000);
   EXPECT_EQ(reply.rfind("HTTP/1.1 408", 0), 0u) << reply;
+  expect_raw_error_body(reply, 408);
   EXPECT_EQ(call("GET", "/health").status, 200);
 }
 
@@ -123,6 +131,7 @@ TEST_F(DaemonTest, SecurityChecks26TooManyConnectionsGet503) {
   ASSERT_TRUE(extra.valid());
   std::string reply = read_some(extra.get(), 3000);
   EXPECT_EQ(reply.rfind("HTTP/1.1 503", 0), 0u) << reply;
+  expect_raw_error_body(reply, 503);
   held.clear();
   // Once they are gone the server answers again.
   int status = 0;

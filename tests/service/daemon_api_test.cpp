@@ -505,6 +505,7 @@ TEST_F(DaemonTest, TcpNeedsTheBearerToken) {
   auto r = client->request(req);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 401);
+  expect_error_body(*r);
   auto c2 = http::HttpClient::connect_tcp(port);
   ASSERT_TRUE(c2.ok());
   req.headers.set("Authorization", "Bearer 0123456789abcdef0123456789abcdef");

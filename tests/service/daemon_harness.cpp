@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "vmm/api/http/error_code.h"
 #include "vmm/jail/jail_fs.h"
 #include "vmm/service/json_log.h"
 #include "vmm/service/state_store.h"
@@ -92,7 +93,23 @@ http::HttpResponse DaemonTest::call(const std::string& method, const std::string
   auto r = http::http_request(socket_, method, target, body, h);
   EXPECT_TRUE(r.ok()) << method << " " << target << ": " << r.error().describe();
   if (!r.ok()) return http::HttpResponse{0, {}, {}};
+  if (r->status >= 400 && method != "HEAD") {
+    SCOPED_TRACE(method + " " + target);
+    expect_error_body(*r);
+  }
   return std::move(*r);
+}
+
+void expect_error_body(const http::HttpResponse& r) {
+  json j = json::parse(r.body, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.status << " without a JSON body: " << r.body;
+  ASSERT_TRUE(j.contains("error") && j["error"].is_object()) << r.body;
+  ASSERT_TRUE(j["error"].contains("code") && j["error"]["code"].is_string()) << r.body;
+  EXPECT_TRUE(j["error"].contains("message") && j["error"]["message"].is_string()) << r.body;
+  const std::string name = j["error"]["code"].get<std::string>();
+  auto code = http::parse_error_code(name);
+  ASSERT_TRUE(code.has_value()) << "'" << name << "' is not an API error code: " << r.body;
+  EXPECT_EQ(http::http_status(*code), r.status) << "'" << name << "' sent with " << r.status;
 }
 
 json DaemonTest::body_json(const http::HttpResponse& r) {

@@ -24,6 +24,7 @@ class DaemonTest : public ::testing::Test {
   void start_daemon(const std::string& config_json = "");
   void stop_daemon();
 
+  // Every error answer (status >= 400) is also checked with expect_error_body().
   http::HttpResponse call(const std::string& method, const std::string& target,
                           const std::string& body = "", const http::HttpHeaders& headers = {});
   // The response's body as JSON (fails the test on a parse error).
@@ -42,6 +43,10 @@ class DaemonTest : public ::testing::Test {
   std::unique_ptr<service::Daemon> daemon_;
   int log_fd_ = -1;
 };
+
+// An error answer's body is {"error": {"code", "message"}} with a code of the one vocabulary
+// (vmm/api/http/error_code.h) whose status is the answer's status.
+void expect_error_body(const http::HttpResponse& r);
 
 std::string read_text_file(const std::string& path);
 bool path_exists(const std::string& path);

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/integration/host_leak_scan.h"
 #include "vmm/service/backend.h"
 
 namespace carapace::service {
@@ -189,6 +190,30 @@ TEST_F(ProcessBackendTest, RefusesBadSpecs) {
   s = spec_;
   s.kernel = "/boot/vmlinuz";
   EXPECT_FALSE(create_process_backend(s, ctx_).ok());
+}
+
+// The daemon's sandbox: nothing in its /proc names the daemon's state folder, the carapace
+// binary, the agent socket, the token file or the sandbox's host uid.
+TEST_F(ProcessBackendTest, NoProcessShowsTheDaemonsPathsOrIds) {
+  spec_.pool_size = 0;
+  auto tpl = create_process_backend(spec_, ctx_);
+  ASSERT_TRUE(tpl.ok()) << tpl.error().describe();
+  auto sb = (*tpl)->acquire({}, nullptr);
+  ASSERT_TRUE(sb.ok()) << sb.error().describe();
+  const auto info = (*sb)->describe();
+  ASSERT_TRUE(info["host_uid"].is_number()) << info.dump();
+  auto c = (*sb)->agent().connect();
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  std::string out;
+  auto r = c->exec(
+      {"/bin/sh", "-c", carapace::testing::kProcScanScript}, {},
+      [&](std::string_view s) { out.append(s); }, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  carapace::testing::expect_no_host_strings(
+      out, {dir_, CARAPACE_BINARY, CARAPACE_AGENT, rootfs_, (*sb)->agent().path,
+            std::to_string(info["host_uid"].get<uint64_t>())});
+  sb->reset();
+  (*tpl)->shutdown();
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vmm/base/unique_fd.h"
+#include "vmm/boot/elf_header.h"
 
 namespace carapace {
 
@@ -18,48 +19,19 @@ namespace {
 // Xen's note type for the 32-bit PVH entry point (xen/include/public/elfnote.h).
 constexpr uint32_t kXenElfnotePhys32Entry = 18;
 
-Status read_exact(int fd, uint64_t offset, void* dst, uint64_t len) {
-  auto* p = static_cast<uint8_t*>(dst);
-  while (len > 0) {
-    ssize_t n = ::pread(fd, p, len, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return sys_error("kernel: read");
-    if (n == 0) return make_error("kernel: unexpected end of file");
-    p += n;
-    offset += n;
-    len -= n;
-  }
-  return {};
-}
-
 // [off, off+len) inside a file of `size` bytes, without overflow.
 bool in_file(uint64_t off, uint64_t len, uint64_t size) {
   uint64_t end;
   return !__builtin_add_overflow(off, len, &end) && end <= size;
 }
 
-Status check_header(const Elf64_Ehdr& eh, uint64_t file_size, const ElfLoadLimits& limits) {
-  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return make_error("kernel: not an ELF file");
-  if (eh.e_ident[EI_CLASS] != ELFCLASS64) return make_error("kernel: not a 64-bit ELF");
-  if (eh.e_ident[EI_DATA] != ELFDATA2LSB) return make_error("kernel: not little-endian");
-  if (eh.e_machine != EM_X86_64) return make_error("kernel: not an x86-64 ELF");
-  if (eh.e_type != ET_EXEC) return make_error("kernel: not an executable ELF (ET_EXEC)");
-  if (eh.e_phentsize != sizeof(Elf64_Phdr))
-    return make_error("kernel: bad program header entry size");
-  if (eh.e_phnum == 0) return make_error("kernel: no program headers");
-  if (eh.e_phnum > limits.max_program_headers)
-    return make_error("kernel: too many program headers");
-  if (!in_file(eh.e_phoff, uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr), file_size))
-    return make_error("kernel: program headers beyond end of file");
-  return {};
-}
-
 // Walks a PT_NOTE segment for the PVH entry note. Every step is bounded by the segment size.
-Result<std::optional<uint32_t>> find_pvh_entry(int fd, const Elf64_Phdr& ph,
+// ELF32 and ELF64 notes share one layout (three 32-bit words, 4-byte padding on x86).
+Result<std::optional<uint32_t>> find_pvh_entry(int fd, const ElfSegment& ph,
                                                const ElfLoadLimits& limits) {
-  if (ph.p_filesz > limits.max_note_bytes) return make_error("kernel: note segment too large");
-  std::vector<uint8_t> buf(ph.p_filesz);
-  TRY_STATUS(read_exact(fd, ph.p_offset, buf.data(), buf.size()));
+  if (ph.filesz > limits.max_note_bytes) return make_error("kernel: note segment too large");
+  std::vector<uint8_t> buf(ph.filesz);
+  TRY_STATUS(read_exact(fd, ph.offset, buf.data(), buf.size()));
   size_t pos = 0;
   auto align4 = [](uint64_t v) { return (v + 3) & ~uint64_t{3}; };
   while (pos + sizeof(Elf64_Nhdr) <= buf.size()) {
@@ -86,62 +58,62 @@ Result<std::optional<uint32_t>> find_pvh_entry(int fd, const Elf64_Phdr& ph,
 
 Result<LoadedKernel> load_elf_kernel(int fd, uint64_t file_size, const GuestMemory& mem,
                                      const ElfLoadLimits& limits) {
-  if (file_size < sizeof(Elf64_Ehdr)) return make_error("kernel: file too small to be an ELF");
-  Elf64_Ehdr eh;
-  TRY_STATUS(read_exact(fd, 0, &eh, sizeof eh));
-  TRY_STATUS(check_header(eh, file_size, limits));
-
-  std::vector<Elf64_Phdr> phdrs(eh.e_phnum);
-  TRY_STATUS(read_exact(fd, eh.e_phoff, phdrs.data(), phdrs.size() * sizeof(Elf64_Phdr)));
+  ElfHeaders elf = TRY(read_elf_headers(fd, file_size, limits));
+  const std::vector<ElfSegment>& phdrs = elf.segments;
 
   LoadedKernel out;
+  out.elf64 = elf.elf64;
   struct Span {
     uint64_t start, end;
   };
   std::vector<Span> loaded;
   // First pass: validate every segment, so nothing is copied for a kernel that will be refused.
   for (const auto& ph : phdrs) {
-    if (ph.p_type == PT_NOTE && ph.p_filesz > 0) {
-      if (!in_file(ph.p_offset, ph.p_filesz, file_size))
+    if (ph.type == PT_NOTE && ph.filesz > 0) {
+      if (!in_file(ph.offset, ph.filesz, file_size))
         return make_error("kernel: note segment beyond end of file");
       auto pvh = TRY(find_pvh_entry(fd, ph, limits));
       if (pvh && !out.pvh_entry) out.pvh_entry = pvh;
       continue;
     }
-    if (ph.p_type != PT_LOAD) continue;
-    if (ph.p_filesz > ph.p_memsz)
-      return make_error("kernel: segment file size exceeds memory size");
-    if (!in_file(ph.p_offset, ph.p_filesz, file_size))
+    if (ph.type != PT_LOAD) continue;
+    if (ph.filesz > ph.memsz) return make_error("kernel: segment file size exceeds memory size");
+    if (!in_file(ph.offset, ph.filesz, file_size))
       return make_error("kernel: segment data beyond end of file");
     uint64_t end;
-    if (__builtin_add_overflow(ph.p_paddr, ph.p_memsz, &end))
+    if (__builtin_add_overflow(ph.paddr, ph.memsz, &end))
       return make_error("kernel: segment address range wraps");
-    if (ph.p_memsz == 0) continue;
-    if (ph.p_paddr < limits.min_load_addr)
+    if (ph.memsz == 0) continue;
+    if (ph.paddr < limits.min_load_addr)
       return make_error("kernel: segment below the 1 MiB boot area");
-    if (!mem.contains(GuestAddress(ph.p_paddr), ph.p_memsz))
+    if (!mem.contains(GuestAddress(ph.paddr), ph.memsz))
       return make_error("kernel: segment outside guest RAM (use a larger --mem?)");
     for (const auto& s : loaded)
-      if (ph.p_paddr < s.end && s.start < end) return make_error("kernel: overlapping segments");
-    loaded.push_back({ph.p_paddr, end});
-    out.low = std::min(out.low, ph.p_paddr);
+      if (ph.paddr < s.end && s.start < end) return make_error("kernel: overlapping segments");
+    loaded.push_back({ph.paddr, end});
+    out.low = std::min(out.low, ph.paddr);
     out.high = std::max(out.high, end);
   }
   if (loaded.empty()) return make_error("kernel: no loadable segments");
+  // An ELF32 kernel has no 64-bit entry; only the PVH note makes it bootable at all.
+  if (!elf.elf64 && !out.pvh_entry)
+    return make_error(
+        "kernel: 32-bit ELF without a PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY): it cannot be "
+        "booted");
   // A kernel must be enterable by at least one protocol; the caller checks the one it uses.
-  if (!mem.contains(GuestAddress(eh.e_entry), 1) && !out.pvh_entry)
+  if (!mem.contains(GuestAddress(elf.entry), 1) && !out.pvh_entry)
     return make_error("kernel: entry point outside guest RAM");
   if (out.pvh_entry && !mem.contains(GuestAddress(*out.pvh_entry), 1))
     return make_error("kernel: PVH entry point outside guest RAM");
 
   // Second pass: copy, and clear the rest of each segment unless RAM is known to be zero.
   for (const auto& ph : phdrs) {
-    if (ph.p_type != PT_LOAD || ph.p_memsz == 0) continue;
-    auto dst = TRY(mem.slice(GuestAddress(ph.p_paddr), ph.p_memsz));
-    TRY_STATUS(read_exact(fd, ph.p_offset, dst.data(), ph.p_filesz));
-    if (!limits.ram_is_zeroed) std::memset(dst.data() + ph.p_filesz, 0, ph.p_memsz - ph.p_filesz);
+    if (ph.type != PT_LOAD || ph.memsz == 0) continue;
+    auto dst = TRY(mem.slice(GuestAddress(ph.paddr), ph.memsz));
+    TRY_STATUS(read_exact(fd, ph.offset, dst.data(), ph.filesz));
+    if (!limits.ram_is_zeroed) std::memset(dst.data() + ph.filesz, 0, ph.memsz - ph.filesz);
   }
-  out.entry = eh.e_entry;
+  out.entry = elf.entry;
   return out;
 }
 

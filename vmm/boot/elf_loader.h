@@ -1,5 +1,6 @@
-// Loads an x86-64 ELF kernel (Linux vmlinux or the test guest) into guest memory: every PT_LOAD
-// segment at its physical address, each checked against guest RAM before a byte is copied.
+// Loads an x86 ELF kernel (Linux vmlinux, the test guest, or an ELF32 kernel with a PVH note) into
+// guest memory: every PT_LOAD segment at its physical address, each checked against guest RAM
+// before a byte is copied.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,8 @@
 namespace carapace {
 
 struct LoadedKernel {
-  uint64_t entry = 0;                 // ELF e_entry: the 64-bit Linux boot entry
+  bool elf64 = true;                  // false: ELF32 (EM_386), bootable through PVH only
+  uint64_t entry = 0;                 // ELF e_entry: the 64-bit Linux boot entry (ELF64)
   std::optional<uint32_t> pvh_entry;  // XEN_ELFNOTE_PHYS32_ENTRY, when the ELF has one
   uint64_t low = UINT64_MAX;          // lowest guest-physical byte loaded
   uint64_t high = 0;                  // one past the highest guest-physical byte loaded

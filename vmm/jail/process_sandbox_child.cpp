@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "vmm/base/unique_fd.h"
+#include "vmm/jail/init_title.h"
 #include "vmm/jail/jail_fs.h"
 #include "vmm/security/workload_seccomp.h"
 
@@ -127,9 +128,11 @@ Status build_root(const ProcessChildPlan& plan) {
   for (const char* d : {"/rw/upper", "/rw/work"})
     if (::mkdir((stage + d).c_str(), 0755) != 0) return sys_error("mkdir " + stage + d);
   const std::string root = stage + "/new";
+  // Layer paths relative to the staging folder: /proc/self/mountinfo shows the options as given,
+  // and absolute ones would name the host's jail folder (the daemon's state folder) inside.
+  if (::chdir(stage.c_str()) != 0) return sys_error("chdir " + stage);
   TRY_STATUS(do_mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV,
-                      "lowerdir=" + stage + "/lower,upperdir=" + stage +
-                          "/rw/upper,workdir=" + stage + "/rw/work"));
+                      "lowerdir=lower,upperdir=rw/upper,workdir=rw/work"));
 
   // /proc of the new PID namespace only: host processes are not there.
   TRY_STATUS(make_dirs(root + "/proc", 0555));
@@ -330,6 +333,8 @@ Result<pid_t> start_agent(const ProcessChildPlan& plan, int listen_fd) {
 
 Status setup(const ProcessChildPlan& plan) {
   const ProcessSandboxConfig& cfg = *plan.cfg;
+  // First: the workload must not read the supervisor's command line and environment as PID 1's.
+  TRY_STATUS(become_anonymous_init());
   ::umask(0);
   TRY_STATUS(build_root(plan));
   TRY_STATUS(loopback_up());

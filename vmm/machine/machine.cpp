@@ -167,6 +167,9 @@ Status Machine::load_guest(const MachineConfig& config) {
   ElfLoadLimits limits;
   limits.ram_is_zeroed = true;  // anonymous RAM that nothing has written yet
   kernel_ = TRY(load_elf_kernel_file(config.kernel_path.c_str(), mem_, limits));
+  if (config.boot == BootProtocol::kLinux64 && !kernel_.elf64)
+    return make_error(
+        "kernel: a 32-bit ELF cannot use the Linux 64-bit entry (--boot elf); use --boot pvh");
   if (config.boot == BootProtocol::kPvh && !kernel_.pvh_entry)
     return make_error("kernel has no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY); use --boot elf");
   if (config.boot == BootProtocol::kLinux64 && !mem_.contains(GuestAddress(kernel_.entry), 1))

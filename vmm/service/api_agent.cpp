@@ -42,8 +42,7 @@ void exec_streamed(AgentClient& client, const ExecRequest& req, http::ResponseWr
     ApiError e = agent_api_error(result.error());
     if (agent_error_code(result.error()) == "exec_failed") e = bad_request(e.message);
     (void)sse.send(
-        json{{"error", {{"code", http::default_error_code(e.status)}, {"message", e.message}}}}
-            .dump(),
+        json{{"error", {{"code", http::to_string(e.code)}, {"message", e.message}}}}.dump(),
         "error");
   } else {
     (void)sse.send(exec_result_json(*result).dump(), "exit");

@@ -9,15 +9,7 @@ namespace carapace::service {
 using nlohmann::json;
 
 http::HttpResponse api_error_response(const ApiError& e) {
-  // docs/api.md's codes (429 is "limit": a daemon limit, not a rate limit).
-  const char* code = e.status == 400   ? "bad_request"
-                     : e.status == 404 ? "not_found"
-                     : e.status == 409 ? "conflict"
-                     : e.status == 413 ? "too_large"
-                     : e.status == 429 ? "limit"
-                     : e.status == 503 ? "unavailable"
-                                       : "internal";
-  return http::error_response(e.status, code, e.message);
+  return http::error_response(e.code, e.message);
 }
 
 http::HttpResponse api_json(const ApiResult<json>& r, int status) {
@@ -96,8 +88,8 @@ ApiError agent_api_error(const Error& e) {
       code == "is_directory" || code == "exists" || code == "permission_denied" ||
       code == "bad_request")
     return bad_request(msg);
-  if (code == "busy") return ApiError{503, msg};
-  if (code == "no_space") return ApiError{507, msg};
+  if (code == "busy") return unavailable(msg);
+  if (code == "no_space") return insufficient_storage(msg);
   return internal("sandbox agent: " + msg);
 }
 

@@ -8,36 +8,48 @@
 #include <string>
 #include <utility>
 
+#include "vmm/api/http/error_code.h"
 #include "vmm/base/result.h"
 
 namespace carapace::service {
 
+// The code decides the HTTP status (vmm/api/http/error_code.h), so a route cannot answer a
+// status with a code that means something else.
 struct ApiError {
-  int status = 500;
+  http::ErrorCode code = http::ErrorCode::kInternal;
   std::string message;
+  int status() const { return http::http_status(code); }
 };
 
 inline ApiError bad_request(std::string m) {
-  return {400, std::move(m)};
+  return {http::ErrorCode::kBadRequest, std::move(m)};
 }
 inline ApiError not_found(std::string m) {
-  return {404, std::move(m)};
+  return {http::ErrorCode::kNotFound, std::move(m)};
 }
 inline ApiError conflict(std::string m) {
-  return {409, std::move(m)};
+  return {http::ErrorCode::kConflict, std::move(m)};
 }
 inline ApiError too_large(std::string m) {
-  return {413, std::move(m)};
+  return {http::ErrorCode::kTooLarge, std::move(m)};
 }
 inline ApiError over_limit(std::string m) {
-  return {429, std::move(m)};
+  return {http::ErrorCode::kLimit, std::move(m)};
 }
 inline ApiError internal(std::string m) {
-  return {500, std::move(m)};
+  return {http::ErrorCode::kInternal, std::move(m)};
+}
+inline ApiError unavailable(std::string m) {
+  return {http::ErrorCode::kUnavailable, std::move(m)};
+}
+inline ApiError insufficient_storage(std::string m) {
+  return {http::ErrorCode::kInsufficientStorage, std::move(m)};
 }
 // Bad input from the caller is 400, anything else the host's fault (500).
 inline ApiError from_error(const Error& e) {
-  return {e.kind == ErrorKind::kInvalidInput ? 400 : 500, e.describe()};
+  return {e.kind == ErrorKind::kInvalidInput ? http::ErrorCode::kBadRequest
+                                             : http::ErrorCode::kInternal,
+          e.describe()};
 }
 
 template <typename T>

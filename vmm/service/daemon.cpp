@@ -56,7 +56,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(DaemonOptions options) {
       if (head.transport != http::Transport::kTcp) return std::nullopt;
       if (http::bearer_token_matches(head.headers, token)) return std::nullopt;
       http::HttpResponse r =
-          http::error_response(401, "unauthorized", "a valid bearer token is required");
+          http::error_response(http::ErrorCode::kUnauthorized, "a valid bearer token is required");
       r.headers.set("WWW-Authenticate", "Bearer");
       return r;
     };

@@ -192,7 +192,7 @@ ApiResult<json> SandboxService::create_sandbox(const json& body) {
   std::shared_ptr<TemplateEntry> tpl;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (shutting_down_) return ApiError{503, "the daemon is shutting down"};
+    if (shutting_down_) return unavailable("the daemon is shutting down");
     auto it = templates_.find(tpl_id);
     if (it == templates_.end()) return not_found("no template " + tpl_id);
     tpl = it->second;
@@ -272,7 +272,7 @@ ApiResult<json> SandboxService::register_instance(std::shared_ptr<TemplateEntry>
   if (!s->instance) {
     (void)store_.remove_sandbox(s->id);
     release_reservation(tpl.get(), 1, tpl->spec.mem_mib);
-    return ApiError{503, "the daemon is shutting down"};
+    return unavailable("the daemon is shutting down");
   }
   metrics_.sandboxes_created++;
   json_log("info", "sandbox created",
@@ -396,7 +396,7 @@ ApiResult<json> SandboxService::fork_sandbox(const std::string& id, const json& 
   uint64_t mem = uint64_t{count} * tpl->spec.mem_mib;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (shutting_down_) return ApiError{503, "the daemon is shutting down"};
+    if (shutting_down_) return unavailable("the daemon is shutting down");
     if (reserved_sandboxes_ + count > options_.config.max_sandboxes)
       return over_limit("at most " + std::to_string(options_.config.max_sandboxes) +
                         " sandboxes (max_sandboxes)");

@@ -69,7 +69,7 @@ void SandboxService::recover() {
     // The back end may reuse what it left in its folder (a snapshot); if that fails, it gets a
     // clean folder and builds from scratch.
     auto t = build_template(id, r["request"], true);
-    if (!t.ok() && t.error().status == 500) {
+    if (!t.ok() && t.error().code == http::ErrorCode::kInternal) {
       json_log("warn", "template reload failed; rebuilding from scratch",
                {{"id", id}, {"error", t.error().message}});
       clear_backend_files(store_.template_dir(id));

@@ -173,7 +173,7 @@ json SandboxService::describe_template(const TemplateEntry& t, uint32_t live) {
 ApiResult<json> SandboxService::create_template(const json& body) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (shutting_down_) return ApiError{503, "the daemon is shutting down"};
+    if (shutting_down_) return unavailable("the daemon is shutting down");
     if (templates_.size() >= kMaxTemplates)
       return over_limit("at most " + std::to_string(kMaxTemplates) + " templates");
   }
@@ -202,7 +202,7 @@ ApiResult<json> SandboxService::create_template(const json& body) {
   if (!accepted) {
     entry->backend->shutdown();
     (void)store_.remove_template(id);
-    return ApiError{503, "the daemon is shutting down"};
+    return unavailable("the daemon is shutting down");
   }
   json_log("info", "template built",
            {{"id", id},

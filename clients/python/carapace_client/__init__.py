@@ -6,14 +6,18 @@ docs/api.md). Standard library only.
         print(sb.exec("echo hi").stdout)
 """
 
-from .errors import (BadRequest, CarapaceError, Conflict, InternalError, LimitExceeded,
-                     NotFound, TooLarge, TransportError, Unavailable)
+from .errors import (BadRequest, CarapaceError, Conflict, ExpectationFailed, HeadersTooLarge,
+                     InsufficientStorage, InternalError, LimitExceeded, MethodNotAllowed,
+                     MisdirectedRequest, NotFound, NotImplementedByDaemon, RequestTimeout,
+                     TooLarge, TransportError, Unauthorized, Unavailable, UriTooLong)
 from .sandbox import ExecResult, Files, Sandbox, Template, health
 from .transport import DEFAULT_SOCKET, Client
 
 __all__ = [
-    "BadRequest", "CarapaceError", "Client", "Conflict", "DEFAULT_SOCKET", "ExecResult", "Files",
-    "InternalError", "LimitExceeded", "NotFound", "Sandbox", "Template", "TooLarge",
-    "TransportError", "Unavailable", "health",
+    "BadRequest", "CarapaceError", "Client", "Conflict", "DEFAULT_SOCKET", "ExecResult",
+    "ExpectationFailed", "Files", "HeadersTooLarge", "InsufficientStorage", "InternalError",
+    "LimitExceeded", "MethodNotAllowed", "MisdirectedRequest", "NotFound", "NotImplementedByDaemon",
+    "RequestTimeout", "Sandbox", "Template", "TooLarge", "TransportError", "Unauthorized",
+    "Unavailable", "UriTooLong", "health",
 ]
 __version__ = "0.1.0"

@@ -18,11 +18,23 @@ class CarapaceError(Exception):
 
 
 class BadRequest(CarapaceError):
-    """400: an unknown field, a wrong type or an out-of-range value."""
+    """400: a malformed request, an unknown field, a wrong type or an out-of-range value."""
+
+
+class Unauthorized(CarapaceError):
+    """401: over TCP without the right bearer token."""
 
 
 class NotFound(CarapaceError):
     """404: no such template or sandbox (or file)."""
+
+
+class MethodNotAllowed(CarapaceError):
+    """405: a known path, but not this method."""
+
+
+class RequestTimeout(CarapaceError):
+    """408: the request was not received in time."""
 
 
 class Conflict(CarapaceError):
@@ -30,19 +42,43 @@ class Conflict(CarapaceError):
 
 
 class TooLarge(CarapaceError):
-    """413: a request body over the daemon's limit."""
+    """413: a request body (or a file asked for) over the daemon's limit."""
+
+
+class UriTooLong(CarapaceError):
+    """414: the request line is too long."""
+
+
+class ExpectationFailed(CarapaceError):
+    """417: an Expect header other than 100-continue."""
+
+
+class MisdirectedRequest(CarapaceError):
+    """421: a Host other than localhost on the TCP listener."""
 
 
 class LimitExceeded(CarapaceError):
     """429: a daemon limit (max sandboxes, memory)."""
 
 
+class HeadersTooLarge(CarapaceError):
+    """431: the request's header fields are too large."""
+
+
 class InternalError(CarapaceError):
     """500: the daemon failed."""
 
 
+class NotImplementedByDaemon(CarapaceError):
+    """501: an unknown method or transfer coding."""
+
+
 class Unavailable(CarapaceError):
     """503: the daemon cannot serve this now."""
+
+
+class InsufficientStorage(CarapaceError):
+    """507: the sandbox's disk is full."""
 
 
 class TransportError(CarapaceError):
@@ -52,24 +88,28 @@ class TransportError(CarapaceError):
         super().__init__(None, "transport", message)
 
 
-_BY_STATUS = {
-    400: BadRequest,
-    404: NotFound,
-    409: Conflict,
-    413: TooLarge,
-    429: LimitExceeded,
-    500: InternalError,
-    503: Unavailable,
-}
-_BY_CODE = {
-    "bad_request": BadRequest,
-    "not_found": NotFound,
-    "conflict": Conflict,
-    "too_large": TooLarge,
-    "limit": LimitExceeded,
-    "internal": InternalError,
-    "unavailable": Unavailable,
-}
+# docs/api.md's codes, each with its one status; a unit test of the daemon checks this table
+# against the daemon's own (vmm/api/http/error_code.h) and docs/openapi.yaml.
+_CODES = [
+    ("bad_request", 400, BadRequest),
+    ("unauthorized", 401, Unauthorized),
+    ("not_found", 404, NotFound),
+    ("method_not_allowed", 405, MethodNotAllowed),
+    ("request_timeout", 408, RequestTimeout),
+    ("conflict", 409, Conflict),
+    ("too_large", 413, TooLarge),
+    ("uri_too_long", 414, UriTooLong),
+    ("expectation_failed", 417, ExpectationFailed),
+    ("misdirected_request", 421, MisdirectedRequest),
+    ("limit", 429, LimitExceeded),
+    ("headers_too_large", 431, HeadersTooLarge),
+    ("internal", 500, InternalError),
+    ("not_implemented", 501, NotImplementedByDaemon),
+    ("unavailable", 503, Unavailable),
+    ("insufficient_storage", 507, InsufficientStorage),
+]
+_BY_STATUS = {status: cls for _, status, cls in _CODES}
+_BY_CODE = {code: cls for code, _, cls in _CODES}
 
 
 def error_for(status, code, message):

@@ -154,5 +154,21 @@ class ClientTest(unittest.TestCase):
         self.assertIn(".absent", str(e.exception))
 
 
+class ErrorClassTest(unittest.TestCase):
+    def test_every_code_has_its_own_class_and_status(self):
+        from carapace_client import errors
+        classes = set()
+        for code, status, cls in errors._CODES:
+            e = errors.error_for(status, code, "m")
+            self.assertIs(type(e), cls)
+            self.assertEqual((e.status, e.code), (status, code))
+            # The status alone finds the same class (a body without a code).
+            self.assertIs(type(errors.error_for(status, None, "m")), cls)
+            classes.add(cls)
+            self.assertTrue(hasattr(cc, cls.__name__), cls.__name__)
+        self.assertEqual(len(classes), len(errors._CODES))
+        self.assertIs(type(errors.error_for(418, "teapot", "m")), cc.CarapaceError)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -82,21 +82,22 @@ class DaemonClientTest : public testing::Test {
  protected:
   void SetUp() override {
     http::Router r;
-    ASSERT_TRUE(r.add("POST", "/sandboxes", [this](const http::HttpRequest& req) {
-                   record(req);
-                   auto body = http::parse_json_object(req.body, {"template", "timeout_s", "env"});
-                   if (!body.ok())
-                     return http::error_response(400, "bad_request", body.error().message);
-                   if ((*body)["template"] != "tpl-000000000001")
-                     return http::error_response(404, "not_found", "template tpl-x not found");
-                   return http::json_response(201, {{"id", "sb-000000000001"}});
-                 }).ok());
+    ASSERT_TRUE(
+        r.add("POST", "/sandboxes", [this](const http::HttpRequest& req) {
+           record(req);
+           auto body = http::parse_json_object(req.body, {"template", "timeout_s", "env"});
+           if (!body.ok())
+             return http::error_response(http::ErrorCode::kBadRequest, body.error().message);
+           if ((*body)["template"] != "tpl-000000000001")
+             return http::error_response(http::ErrorCode::kNotFound, "template tpl-x not found");
+           return http::json_response(201, {{"id", "sb-000000000001"}});
+         }).ok());
     ASSERT_TRUE(r.add("DELETE", "/sandboxes/{id}", [this](const http::HttpRequest& req) {
                    record(req);
                    return http::HttpResponse{204, {}, {}};
                  }).ok());
     ASSERT_TRUE(r.add("GET", "/boom", [](const http::HttpRequest&) {
-                   return http::error_response(500, "internal", "something broke");
+                   return http::error_response(http::ErrorCode::kInternal, "something broke");
                  }).ok());
     ASSERT_TRUE(r.add("PUT", "/sandboxes/{id}/files", [this](const http::HttpRequest& req) {
                    record(req);

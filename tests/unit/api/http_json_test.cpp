@@ -24,7 +24,12 @@ TEST(HttpJson, ResponseHelpers) {
 
   EXPECT_EQ(error_response(as_invalid_input(make_error("bad"))).status, 400);
   EXPECT_EQ(error_response(make_error("disk on fire")).status, 500);
-  EXPECT_EQ(nlohmann::json::parse(error_response(409, "busy", "x").body)["error"]["code"], "busy");
+  auto c = error_response(ErrorCode::kConflict, "x");
+  EXPECT_EQ(c.status, 409);
+  EXPECT_EQ(nlohmann::json::parse(c.body)["error"]["code"], "conflict");
+  // Every status gets the table's one code.
+  EXPECT_EQ(nlohmann::json::parse(error_response(413, "x").body)["error"]["code"], "too_large");
+  EXPECT_EQ(nlohmann::json::parse(error_response(429, "x").body)["error"]["code"], "limit");
 }
 
 TEST(HttpJson, InvalidUtf8IsReplacedNotThrown) {

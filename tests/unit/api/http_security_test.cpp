@@ -185,7 +185,7 @@ TEST_F(HttpSecurity, MalformedJsonIs400WithMessage) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 400);
   auto j = nlohmann::json::parse(r->body);
-  EXPECT_EQ(j["error"]["code"], "invalid_request");
+  EXPECT_EQ(j["error"]["code"], "bad_request");
   EXPECT_NE(j["error"]["message"].get<std::string>().find("malformed JSON"), std::string::npos);
 
   r = http_request(ts_.path, "POST", "/snapshot", std::string(10000, '['));

@@ -15,7 +15,7 @@ constexpr size_t kMaxDirLen = 4096;
 constexpr uint64_t kMaxForkClones = 64;
 
 HttpResponse conflict(VmControl::State s, const std::string& what) {
-  return error_response(409, "conflict",
+  return error_response(http::ErrorCode::kConflict,
                         what + ": the VM is " + vm_state_name(s) + "; nothing was changed");
 }
 
@@ -124,9 +124,9 @@ HttpResponse VmApi::put_snapshot(const HttpRequest& req) {
   if (!body.ok()) return error_response(body.error());
   const nlohmann::json& j = *body;
   if (!j.contains("dir") || !j["dir"].is_string())
-    return error_response(400, "invalid_request", "dir: a string is required");
+    return error_response(http::ErrorCode::kBadRequest, "dir: a string is required");
   if (j.contains("resume") && !j["resume"].is_boolean())
-    return error_response(400, "invalid_request", "resume: must be true or false");
+    return error_response(http::ErrorCode::kBadRequest, "resume: must be true or false");
   std::string dir = j["dir"].get<std::string>();
   if (auto s = check_dir(dir); !s.ok()) return error_response(s.error());
 
@@ -153,7 +153,7 @@ HttpResponse VmApi::put_fork(const HttpRequest& req) {
   if (!j.contains("clones") || !j["clones"].is_number_unsigned() ||
       j["clones"].get<uint64_t>() == 0 || j["clones"].get<uint64_t>() > kMaxForkClones)
     return error_response(
-        400, "invalid_request",
+        http::ErrorCode::kBadRequest,
         "clones: an integer from 1 to " + std::to_string(kMaxForkClones) + " is required");
   std::lock_guard<std::mutex> lock(control_mu_);
   auto state = vm_.state();

@@ -54,59 +54,22 @@ HttpResponse json_response(int status, const nlohmann::json& body) {
   return r;
 }
 
-std::string_view default_error_code(int status) {
-  switch (status) {
-    case 400:
-      return "bad_request";
-    case 401:
-      return "unauthorized";
-    case 403:
-      return "forbidden";
-    case 404:
-      return "not_found";
-    case 405:
-      return "method_not_allowed";
-    case 408:
-      return "request_timeout";
-    case 409:
-      return "conflict";
-    case 413:
-      return "body_too_large";
-    case 414:
-      return "uri_too_long";
-    case 415:
-      return "unsupported_media_type";
-    case 417:
-      return "expectation_failed";
-    case 421:
-      return "misdirected_request";
-    case 429:
-      return "too_many_requests";
-    case 431:
-      return "headers_too_large";
-    case 501:
-      return "not_implemented";
-    case 503:
-      return "unavailable";
-    default:
-      return status >= 500 ? "internal" : "bad_request";
-  }
-}
-
-HttpResponse error_response(int status, std::string_view code, std::string_view message) {
+HttpResponse error_response(ErrorCode code, std::string_view message) {
   nlohmann::json j;
-  j["error"] = {{"code", std::string(code)}, {"message", std::string(message)}};
-  return json_response(status, j);
+  j["error"] = {{"code", std::string(to_string(code))}, {"message", std::string(message)}};
+  return json_response(http_status(code), j);
 }
 
 HttpResponse error_response(int status, std::string_view message) {
-  return error_response(status, default_error_code(status), message);
+  HttpResponse r = error_response(error_code_for_status(status), message);
+  r.status = status;  // a status outside the table keeps its own number
+  return r;
 }
 
 HttpResponse error_response(const Error& error) {
-  if (error.kind == ErrorKind::kInvalidInput)
-    return error_response(400, "invalid_request", error.describe());
-  return error_response(500, "internal", error.describe());
+  return error_response(
+      error.kind == ErrorKind::kInvalidInput ? ErrorCode::kBadRequest : ErrorCode::kInternal,
+      error.describe());
 }
 
 Result<nlohmann::json> parse_json(std::string_view body) {

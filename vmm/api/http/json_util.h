@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vmm/api/http/error_code.h"
 #include "vmm/api/http/http_types.h"
 #include "vmm/base/result.h"
 
@@ -21,15 +22,12 @@ inline constexpr int kMaxJsonDepth = 32;
 // replaced with U+FFFD rather than thrown.
 HttpResponse json_response(int status, const nlohmann::json& body);
 
-// {"error": {"code": code, "message": message}} with `status`.
-HttpResponse error_response(int status, std::string_view code, std::string_view message);
-// The same with the default code for `status` ("bad_request", "not_found", ...).
+// {"error": {"code": code, "message": message}} with the code's status (error_code.h).
+HttpResponse error_response(ErrorCode code, std::string_view message);
+// The same with the code of `status`.
 HttpResponse error_response(int status, std::string_view message);
-// From an Error: bad input is 400 "invalid_request", a host failure 500 "internal".
+// From an Error: bad input is 400 "bad_request", a host failure 500 "internal".
 HttpResponse error_response(const Error& error);
-
-// "bad_request" for 400, "not_found" for 404, ...
-std::string_view default_error_code(int status);
 
 // Any JSON value: depth-limited, duplicate object keys refused, UTF-8 checked.
 Result<nlohmann::json> parse_json(std::string_view body);

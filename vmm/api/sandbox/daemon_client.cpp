@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "guest/agent/protocol/base64.h"
+#include "vmm/api/http/error_code.h"
 #include "vmm/api/http/json_util.h"
 #include "vmm/api/http/query.h"
 #include "vmm/api/sandbox/sse_parser.h"
@@ -197,12 +198,9 @@ Result<ExecResult> DaemonClient::exec(std::string_view id, const ExecRequest& re
         std::string code;
         if (auto e = data->find("error"); e != data->end() && e->is_object())
           code = e->value("code", "");
-        int status = code == "bad_request" ? 400
-                     : code == "not_found" ? 404
-                     : code == "conflict"  ? 409
-                     : code == "too_large" ? 413
-                     : code == "limit"     ? 429
-                                           : 500;
+        // The event carries only the code; its status is the one the table gives it.
+        auto known = http::parse_error_code(code);
+        int status = http::http_status(known ? *known : http::ErrorCode::kInternal);
         failure = api_error(http::HttpResponse{status, {}, ev.data});
         return false;
       }
