@@ -66,6 +66,7 @@ TEST_F(DaemonTest, TemplateBadInputIs400NamingTheField) {
       {R"({"kernel": "K", "mem_mib": "big"})", "mem_mib"},
       {R"({"kernel": "K", "pool_size": 1000})", "pool_size"},
       {R"({"kernel": "K", "name": "a b"})", "name"},
+      {R"({"kernel": "K", "name": 5})", "name"},
       {R"({"kernel": "K", "colour": "blue"})", "colour"},
   };
   for (auto& c : cases) {
@@ -514,6 +515,15 @@ TEST_F(DaemonTest, TcpNeedsTheBearerToken) {
   EXPECT_EQ(r->status, 200) << r->body;
   // The Unix socket needs no token (its mode is the check).
   EXPECT_EQ(call("GET", "/health").status, 200);
+}
+
+// A field of the wrong JSON type is a 400 naming it, never a handler exception (which the server
+// would answer with 500).
+TEST_F(DaemonTest, DocumentFormatOfTheWrongTypeIs400) {
+  start_daemon();
+  auto r = call("POST", "/sandboxes/sb-000000000000/documents", R"({"spec": {}, "format": 7})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("format"), std::string::npos) << r.body;
 }
 
 }  // namespace

@@ -46,7 +46,9 @@ http::HttpResponse make_document(SandboxService& svc, const http::HttpRequest& r
   }
   if (!body->contains("spec") || !(*body)["spec"].is_object())
     return api_error_response(bad_request("spec: required (a docgen spec object)"));
-  std::string format = body->value("format", "");
+  // Not body->value("format", ""): that throws on a format that is not a string.
+  std::string format;
+  if (auto f = body->find("format"); f != body->end() && f->is_string()) format = *f;
   const char* type = content_type(format);
   if (!type) return api_error_response(bad_request("format: one of docx, pptx, xlsx, pdf"));
 

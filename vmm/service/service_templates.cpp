@@ -106,13 +106,12 @@ ApiResult<std::shared_ptr<SandboxService::TemplateEntry>> SandboxService::build_
   if (factory == options_.factories.end())
     return bad_request(std::string("isolation: ") + isolation_name(spec->isolation) +
                        " is not available on this host");
-  std::string name = request.value("name", id);
-  if (!request.contains("name") || request["name"].is_string()) {
-    if (!valid_name(name))
-      return bad_request("name: 1-64 characters of letters, digits, '-', '_' and '.'");
-  } else {
+  // The type first: request.value() throws on a name that is not a string.
+  if (request.contains("name") && !request["name"].is_string())
     return bad_request("name: must be a string");
-  }
+  std::string name = request.value("name", id);
+  if (!valid_name(name))
+    return bad_request("name: 1-64 characters of letters, digits, '-', '_' and '.'");
   std::string dir = store_.template_dir(id);
   if (::mkdir(dir.c_str(), 0700) != 0 && !(reload && errno == EEXIST))
     return internal("cannot create " + dir + ": " + strerror(errno));

@@ -51,6 +51,26 @@ TEST(SseParser, BoundedEvents) {
   ADD_FAILURE() << "an event of 2000 bytes in lines passed a 1024-byte limit";
 }
 
+// A whole event in one piece is held to the limit too, not only one that arrives line by line.
+TEST(SseParser, EventInOnePieceIsBounded) {
+  SseParser p(8);
+  EXPECT_FALSE(p.feed("data: 0123456789\ndata: x\r\n\r\n").ok());
+  SseParser q(8);
+  auto ok = q.feed("data: 01234567\n\n");  // exactly at the limit
+  ASSERT_TRUE(ok.ok());
+  ASSERT_EQ(ok->size(), 1u);
+  EXPECT_EQ((*ok)[0].data, "01234567");
+}
+
+// A daemon answer of the wrong shape is an error value, never an exception.
+TEST(ExecResult, MistypedTimedOutIsAnError) {
+  EXPECT_FALSE(parse_exec_result(json{{"timed_out", "yes"}}).ok());
+  EXPECT_FALSE(parse_exec_result(json{{"timed_out", 1}, {"truncated", true}}).ok());
+  auto r = parse_exec_result(json{{"timed_out", true}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->timed_out);
+}
+
 TEST(ExecResult, ExitStatus) {
   ExecResult r;
   r.exit_code = 3;

@@ -42,7 +42,12 @@ Result<ExecResult> parse_exec_result(const json& j) {
   ExecResult r;
   r.exit_code = TRY(optional_int(j, "exit_code"));
   r.signal = TRY(optional_int(j, "signal"));
-  if (!r.exit_code && !r.signal && !j.value("timed_out", false))
+  auto flag = [&](const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_boolean() && it->get<bool>();
+  };
+  // Not j.value("timed_out", false): that throws when the member is there but not a boolean.
+  if (!r.exit_code && !r.signal && !flag("timed_out"))
     return make_error("exec result: neither exit_code nor signal");
   auto text = [&](const char* key) {
     auto it = j.find(key);
@@ -50,10 +55,6 @@ Result<ExecResult> parse_exec_result(const json& j) {
   };
   r.stdout_data = text("stdout");
   r.stderr_data = text("stderr");
-  auto flag = [&](const char* key) {
-    auto it = j.find(key);
-    return it != j.end() && it->is_boolean() && it->get<bool>();
-  };
   r.timed_out = flag("timed_out");
   r.truncated = flag("truncated");
   if (auto it = j.find("duration_ms"); it != j.end() && it->is_number_integer() && *it >= 0)

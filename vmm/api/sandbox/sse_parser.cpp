@@ -14,14 +14,19 @@ Result<std::vector<SseEvent>> SseParser::feed(std::string_view bytes) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     take_line(line, out);
     start = nl + 1;
+    // Checked after every line, not only once per feed: a piece that holds a whole event would
+    // otherwise dispatch it, whatever its size, before the check below sees it.
+    if (current_.data.size() > max_event_bytes_) return too_large();
   }
   pending_.erase(0, start);
-  if (pending_.size() + current_.data.size() > max_event_bytes_) {
-    failed_ = true;
-    return make_error("event stream: an event is larger than " + std::to_string(max_event_bytes_) +
-                      " bytes");
-  }
+  if (pending_.size() + current_.data.size() > max_event_bytes_) return too_large();
   return out;
+}
+
+Error SseParser::too_large() {
+  failed_ = true;
+  return make_error("event stream: an event is larger than " + std::to_string(max_event_bytes_) +
+                    " bytes");
 }
 
 void SseParser::take_line(std::string_view line, std::vector<SseEvent>& out) {

@@ -27,6 +27,8 @@ class SseParser {
 
  private:
   void take_line(std::string_view line, std::vector<SseEvent>& out);
+  // Fails the parser for good.
+  Error too_large();
 
   size_t max_event_bytes_;
   std::string pending_;  // an unfinished line

@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seeds of the parser fuzzers (fuzz_http_request, fuzz_service_requests,
+fuzz_agent_protocol, fuzz_mcp, fuzz_snapshot_state, fuzz_elf_loader, fuzz_cmdline) under
+tests/fuzz/corpus/<target>/ (run from anywhere). Each target's input format is described at the
+top of its source file; a few valid inputs and a few edge cases each."""
+import json
+import os
+import shutil
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(target, seeds):
+    out = os.path.join(HERE, "corpus", target)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    for name, data in seeds.items():
+        if isinstance(data, str):
+            data = data.encode()
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+
+
+def u8(v):
+    return struct.pack("<B", v)
+
+
+def u16(v):
+    return struct.pack("<H", v)
+
+
+def u32(v):
+    return struct.pack("<I", v)
+
+
+def u64(v):
+    return struct.pack("<Q", v)
+
+
+# --- fuzz_http_request ---------------------------------------------------------------------------
+
+def http_seeds():
+    token = "0123456789abcdef0123456789abcdef"
+    req = lambda head: b"\x00" + u8(100) + head.encode()
+    chunked = lambda max_body, pieces, body: (b"\x02" + u32(max_body) + u8(len(pieces)) +
+                                             b"".join(u16(p) for p in pieces) + body)
+    return {
+        "request_get_query": req("GET /sandboxes/sb-1/files?path=%2Fwork%2Fa+b&mode=0644 HTTP/1.1"
+                                 "\r\nHost: localhost:8080\r\nAuthorization: Bearer " + token +
+                                 "\r\n"),
+        "request_post_length": req("POST /sandboxes HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                   "Content-Type: application/json\r\nContent-Length: 17\r\n"
+                                   "Expect: 100-continue\r\n"),
+        "request_chunked_10": req("PUT /sandboxes/sb-1/files?path=x HTTP/1.0\r\n"
+                                  "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n"),
+        "request_smuggling": req("POST /templates HTTP/1.1\r\nContent-Length: 5\r\n"
+                                 "Transfer-Encoding: chunked\r\nContent-Length: 6\r\n"
+                                 " folded\r\n"),
+        "request_bad_path": req("GET /sandboxes/%2e%2e/exec HTTP/1.1\r\nHost: a\r\nHost: b\r\n"),
+        "response_chunked": b"\x01\x00" + u8(100) + b"HTTP/1.1 200 OK\r\nTransfer-Encoding: "
+                            b"chunked\r\nContent-Type: text/event-stream\r\n",
+        "response_head_204": b"\x01\x01" + u8(100) + b"HTTP/1.0 204 No Content\r\n"
+                             b"Content-Length: 12\r\n",
+        "chunked_two_chunks": chunked(1 << 20, [3, 1, 7], b"5;ext=1\r\nhello\r\n6\r\n world\r\n"
+                                      b"0\r\nTrailer: x\r\n\r\nNEXT"),
+        "chunked_too_large": chunked(16, [2], b"fffffffffffffffff\r\n"),
+        "chunked_bad_crlf": chunked(1024, [], b"3\r\nabcX\r\n0\r\n\r\n"),
+        "percent": b"\x03\x01" + b"a%20b+c%2F%00%zz%4",
+        "query": b"\x04" + b"path=%2Fetc%2Fpasswd&flag&parents=true&=x&a=1&a=2",
+    }
+
+
+# --- fuzz_service_requests -----------------------------------------------------------------------
+
+def service_seeds():
+    def route(n, body, query=b""):
+        if not isinstance(body, bytes):
+            body = json.dumps(body).encode()
+        return u8(n) + u8(len(query)) + query + body
+
+    return {
+        "template_microvm": route(0, {"name": "t-1", "isolation": "microvm",
+                                      "kernel": "/proc/self/exe", "initrd": "/proc/self/exe",
+                                      "boot_args": "console=ttyS0 carapace.token=00ff",
+                                      "vcpus": 2, "mem_mib": 512, "pool_size": 0,
+                                      "agent_timeout_s": 30, "network": True}),
+        "template_bad": route(0, {"isolation": "process", "rootfs": "relative/path",
+                                  "vcpus": 99, "mem_mib": -1, "boot_args": "a\nb"}),
+        "sandbox_create": route(1, {"template": "@TPL", "timeout_s": 60,
+                                    "env": {"A": "1", "B": "two"},
+                                    "network": {"allow": ["10.0.0.0/8:tcp:443",
+                                                          "::/0:udp:53"]}}),
+        "sandbox_create_bad": route(1, {"template": "@TPL", "timeout_s": 18446744073709551615,
+                                        "env": {"A=B": "x"}, "network": {"allow": ["x"]}}),
+        "fork": route(2, {"count": 3}),
+        "fork_bad": route(2, {"count": 17, "extra": None}),
+        "timeout": route(3, {"timeout_s": 3600}),
+        "exec": route(4, {"argv": ["sh", "-c", "echo hi"], "env": {"X": "y"}, "cwd": "/work",
+                          "stdin": "aGk=", "timeout_ms": 1000, "max_output": 4096,
+                          "stream": True}),
+        "exec_bad": route(4, {"argv": [], "timeout_ms": -5, "stream": "yes"}),
+        "put_file": route(5, b"file contents\x00\xff", b"path=%2Fwork%2Fa.txt&mode=0755&parents=1"),
+        "get_file": route(6, b"", b"path=a.txt"),
+        "list_files": route(7, b"", b"path="),
+        "documents": route(8, {"spec": {"title": "T", "blocks": []}, "format": "pdf"}),
+        "documents_bad_format": route(8, {"spec": {}, "format": 7}),
+        "pause_body": route(9, {"unexpected": 1}),
+        "daemon_config": route(10, {"max_sandboxes": 8, "max_memory_mib": 4096,
+                                    "default_ttl_s": 60, "max_ttl_s": 600,
+                                    "max_request_bytes": 65536, "max_upload_bytes": 1048576,
+                                    "health_interval_s": 2.5, "health_timeout_s": 1,
+                                    "header_timeout_s": 5, "max_connections": 16,
+                                    "on_shutdown": "persist", "seccomp": False, "jail": True,
+                                    "tcp": {"port": 8080, "token_file": "/etc/carapace/token"}}),
+        "daemon_config_bad": route(10, b'{"max_sandboxes": 1e99, "tcp": {"port": 70000}, '
+                                       b'"on_shutdown": 3, "max_sandboxes": 2}'),
+        "deep_json": route(1, b"[" * 40 + b"]" * 40),
+    }
+
+
+# --- fuzz_agent_protocol -------------------------------------------------------------------------
+
+def frame(obj):
+    text = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+    return u32(len(text)) + text
+
+
+def piece(text):
+    text = text if isinstance(text, bytes) else text.encode()
+    return u16(len(text)) + text
+
+
+def agent_seeds():
+    host = lambda call, flags, body: b"\x02" + u8(call) + u8(flags) + body
+    return {
+        "agent_pings": b"\x00" + frame({"id": 1, "op": "ping"}) + frame({"id": 2, "op": "ping"}),
+        "agent_unauthorized": b"\x00" + frame({"id": 3, "op": "exec", "argv": ["true"],
+                                               "token": "00ff"}),
+        "agent_bad_frames": b"\x00" + frame({"id": 1, "op": "ping"}) + frame(b"[1,2") +
+                            u32(0x7fffffff),
+        "agent_not_object": b"\x00" + frame(b'"ping"') + frame({"id": -1, "op": "ping"}),
+        "op_stat": b"\x01\x01" + json.dumps({"path": "hello.txt"}).encode(),
+        "op_list_escape": b"\x01\x02" + json.dumps({"path": "out/../../etc"}).encode(),
+        "op_get_file": b"\x01\x03" + json.dumps({"path": "/hello.txt"}).encode(),
+        "op_kill": b"\x01\x04" + json.dumps({"target": 12, "signal": 9}).encode(),
+        "op_post_restore": b"\x01\x05" + json.dumps({
+            "clock": {"sec": 1700000000, "nsec": 5}, "entropy": "AAECAw==",
+            "new_token": "00ff00ff", "hostname": "sb-1"}).encode(),
+        "host_ping": host(0, 0, piece('{"id": @ID, "version": "0.1.0", "protocol": 1, '
+                                      '"uptime_ms": 5, "token_set": true}')),
+        "host_exec": host(1, 0, piece('{"id": @ID, "stream": "stdout", "data": "aGk="}') +
+                          piece('{"id": @ID, "stream": "stderr", "data": "ZXJy"}') +
+                          piece('{"id": @ID, "exit_code": 0, "timed_out": false, '
+                                '"stdout_bytes": 2, "duration_ms": 1}')),
+        "host_exec_too_much": host(1, 0, piece('{"id": @ID, "stream": "stdout", "data": "' +
+                                               "QUFB" * 40 + '"}')),
+        "host_put_file": host(2, 0, piece('{"id": @ID, "ok": true}')),
+        "host_get_file": host(3, 0, piece('{"id": @ID, "data": "aGVsbG8="}') +
+                              piece('{"id": @ID, "eof": true}')),
+        "host_list": host(4, 0, piece('{"id": @ID, "entries": [{"name": "a", "type": "file", '
+                                      '"size": 1, "mode": 420, "mtime": -1}]}')),
+        "host_stat_error": host(5, 0, piece('{"id": @ID, "error": {"code": "not_found", '
+                                            '"message": "no such file"}}')),
+        "host_kill_wrong_id": host(6, 0, piece('{"id": 1, "ok": true}')),
+        "host_post_restore": host(7, 0, piece('{"id": @ID, "applied": ["clock", 5], '
+                                              '"skipped": []}')),
+        "host_shutdown_raw": host(8, 1, u32(0xffffffff) + b"{}"),
+        "host_vsock": host(0, 2, b"OK 1073741824\n" + piece(
+            '{"id": @ID, "version": "x", "protocol": 1, "uptime_ms": 0, "token_set": false}')),
+        "host_vsock_refused": host(0, 2, b"NO\n"),
+    }
+
+
+# --- fuzz_mcp ------------------------------------------------------------------------------------
+
+def mcp_seeds():
+    def rpc(method, params=None, id_=1):
+        m = {"jsonrpc": "2.0", "method": method}
+        if id_ is not None:
+            m["id"] = id_
+        if params is not None:
+            m["params"] = params
+        return json.dumps(m)
+
+    def server(fail, answer, lines):
+        return b"\x00" + u8(fail) + u16(len(answer)) + answer + "\n".join(lines).encode()
+
+    call = lambda name, args, id_: rpc("tools/call", {"name": name, "arguments": args}, id_)
+    return {
+        "session": server(0, b"hello\n", [
+            rpc("initialize", {"protocolVersion": "2024-11-05", "capabilities": {},
+                               "clientInfo": {"name": "t", "version": "1"}}),
+            rpc("notifications/initialized", None, None),
+            rpc("tools/list", {}, 2),
+            call("run_command", {"command": "ls", "cwd": "/work", "timeout_ms": 100}, 3),
+            call("write_file", {"path": "a.txt", "content": "x"}, 4),
+            call("read_file", {"path": "a.txt"}, "s5"),
+            call("generate_document", {"spec": {"title": "x"}, "format": "docx"}, 6),
+            rpc("ping", {}, 7),
+        ]),
+        "failures_binary": server(0xff, b"\xff\xfe\x00bin\xc3", [
+            call("run_command", {"command": "false"}, 1),
+            call("read_file", {"path": "b"}, 2),
+            call("generate_document", {"spec": {}, "format": "pdf"}, 3),
+        ]),
+        "bad_messages": server(0, b"", [
+            "{", "[]", '{"jsonrpc": "1.0", "id": 1, "method": "x"}',
+            '{"jsonrpc": "2.0", "id": {}, "method": "tools/call"}',
+            '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": 5}}',
+            rpc("nope", {}, 3), rpc("tools/call", {"name": "run_command",
+                                                   "arguments": {"command": 1}}, 4),
+        ]),
+        "sse_exec": b"\x01" + u16(4096) + u8(3) + u8(5) + u8(1) + u8(30) +
+                    b": comment\nevent: stdout\ndata: aGk=\n\nevent: exit\ndata: "
+                    b'{"exit_code": 0, "signal": null, "timed_out": false, "truncated": false, '
+                    b'"duration_ms": 3}\n\n',
+        "sse_too_big": b"\x01" + u16(8) + u8(0) + b"data: 0123456789\ndata: x\r\n\r\n",
+        "answer_error": b"\x02" + u16(104) + b'{"error": {"code": "not_found", "message": "no '
+                                            b'sandbox sb-1"}}',
+        "answer_exec": b"\x02" + u16(0) + b'{"exit_code": null, "signal": 9, "stdout": "", '
+                                          b'"stderr": "x", "timed_out": true, "truncated": 1}',
+    }
+
+
+# --- fuzz_snapshot_state -------------------------------------------------------------------------
+
+def sstring(s):
+    s = s.encode()
+    return u32(len(s)) + s
+
+
+def blob(b):
+    return u64(len(b)) + b
+
+
+def state_file(template, regions, sections):
+    out = b"CARAPACE" + u32(1) + sstring(template)
+    out += sstring("GenuineIntel") + u32(6) + u32(143) + u32(8)  # host cpu
+    out += u64(3)  # memory generation
+    out += u32(len(regions)) + b"".join(u64(s) + u64(n) for s, n in regions)
+    for typ, index, version, payload in sections:
+        out += u32(typ) + u32(index) + u32(version) + blob(payload)
+    return out  # the target appends the checksum
+
+
+def vcpu_payload(cpuid, msrs):
+    out = u32(len(cpuid))
+    for function, index, flags, eax, ebx, ecx, edx in cpuid:
+        out += struct.pack("<7I", function, index, flags, eax, ebx, ecx, edx) + bytes(12)
+    out += u32(0)  # mp state: runnable
+    out += bytes(144) + bytes(312) + bytes(4096)  # regs, sregs, xsave
+    out += u32(1) + u32(0) + struct.pack("<IIQ", 0, 0, 7) + bytes(392 - 24)  # xcrs: XCR0 = 7
+    out += bytes(128) + bytes(1024)  # debugregs, lapic
+    out += u32(len(msrs)) + b"".join(u32(i) + u64(v) for i, v in msrs)
+    out += bytes(64)  # vcpu events
+    return out
+
+
+def snapshot_seeds():
+    mib = 1 << 20
+    vm = bytes(512 * 3 + 112) + u64(123456789)
+    serial = bytes([1, 3, 8, 0, 0xc7, 1, 0]) + b"\x01"
+    cpuid = [(0, 0, 0, 0xd, 0x756e6547, 0x6c65746e, 0x49656e69),
+             (1, 0, 0, 0x000806f8, 0, 0x80000000, 0x178bfbff),
+             (7, 0, 1, 0, 0x1, 0, 0)]
+    vcpu = vcpu_payload(cpuid, [(0x10, 5), (0xc0000080, 0xd01)])
+    machine = [(2, 0, 1, vm), (3, 0, 1, vcpu), (4, 0, 1, serial)]
+    return {
+        "machine_16m_1vcpu": b"\x00" + state_file("baseline", [(0, 16 * mib)], machine),
+        "machine_4g_2vcpus_virtio": b"\x00" + state_file(
+            "host", [(0, 3 * 1024 * mib), (4 * 1024 * mib, 1024 * mib)],
+            machine + [(3, 1, 1, vcpu), (5, 2, 1, b"\x01\x02\x03"), (5, 0, 7, b"")]),
+        "machine_gap_in_vcpus": b"\x00" + state_file("baseline", [(0, 16 * mib)],
+                                                     machine + [(3, 2, 1, vcpu)]),
+        "container_only": b"\x00" + state_file("x", [(0, 4096), (8192, 4096)],
+                                               [(0x80000000, 0, 1, b"abc"), (1, 0, 1, b"")]),
+        "container_bad_layout": b"\x00" + state_file("baseline", [(4096, 4096), (0, 4096)], []),
+        "bad_checksum_kept": b"\x01" + state_file("baseline", [(0, 16 * mib)], []) + u64(0),
+        "version_2": b"\x00" + b"CARAPACE" + u32(2) + bytes(16),
+    }
+
+
+# --- fuzz_elf_loader -----------------------------------------------------------------------------
+
+PT_LOAD, PT_NOTE = 1, 4
+
+
+def elf(entry, phdrs, data=b"", phnum=None, machine=62, cls=2):
+    """An ELF64 executable: header, program headers, then `data` at offset 0x1000."""
+    phoff = 64
+    ident = b"\x7fELF" + bytes([cls, 1, 1, 0]) + bytes(8)
+    n = len(phdrs) if phnum is None else phnum
+    eh = ident + struct.pack("<HHIQQQIHHHHHH", 2, machine, 1, entry, phoff, 0, 0, 64, 56, n, 0,
+                             0, 0)
+    ph = b"".join(struct.pack("<IIQQQQQQ", t, 5, off, paddr, paddr, filesz, memsz, 0x1000)
+                  for t, off, paddr, filesz, memsz in phdrs)
+    image = eh + ph
+    image += bytes(0x1000 - len(image)) + data
+    return image
+
+
+def pvh_note(entry, descsz=4):
+    desc = struct.pack("<I", entry) if descsz == 4 else struct.pack("<Q", entry)
+    return struct.pack("<III", 4, descsz, 18) + b"Xen\x00" + desc
+
+
+def elf_seeds():
+    seed = lambda flags, initrd, image: u8(flags) + u32(initrd) + image
+    code = b"\xf4" * 64
+    note = pvh_note(0x100000)
+    return {
+        "linux_one_segment": seed(0, 0x10000, elf(0x100000, [(PT_LOAD, 0x1000, 0x100000, 64,
+                                                             0x2000)], code)),
+        "pvh_note_two_regions": seed(1, 0x1000, elf(0x200000, [
+            (PT_NOTE, 0x1000, 0, len(note), len(note)),
+            (PT_LOAD, 0x1000 + len(note), 0x100000, 64, 64),
+            (PT_LOAD, 0x1000, 0x200000, len(note), 0x1000)], note + code)),
+        "pvh_note_8_bytes": seed(0, 0, elf(0, [(PT_NOTE, 0x1000, 0, 20, 20),
+                                               (PT_LOAD, 0x1000, 0x100000, 20, 20)],
+                                           pvh_note(0x100004, 8))),
+        "overlap": seed(0, 0, elf(0x100000, [(PT_LOAD, 0x1000, 0x100000, 64, 0x100),
+                                             (PT_LOAD, 0x1000, 0x1000f0, 64, 64)], code)),
+        "low_segment_allowed": seed(4, 0x100000, elf(0x1000, [(PT_LOAD, 0x1000, 0x1000, 64,
+                                                              64)], code)),
+        "straddles_hole": seed(0, 0, elf(0x100000, [(PT_LOAD, 0x1000, 0x170000, 64, 0x20000)],
+                                         code)),
+        "wrapping_segment": seed(0, 0, elf(0x100000, [(PT_LOAD, 0x1000, 0xfffffffffffff000,
+                                                       64, 0x2000)], code)),
+        "too_many_phdrs": seed(8, 0, elf(0x100000, [(PT_LOAD, 0x1000, 0x100000, 64, 64)] * 5,
+                                         code)),
+        "elf32": seed(0, 0, elf(0x100000, [], b"", cls=1)),
+        "truncated": seed(0, 0, b"\x7fELF\x02\x01\x01"),
+    }
+
+
+# --- fuzz_cmdline --------------------------------------------------------------------------------
+
+def cmdline_seeds():
+    def builder(capacity, addr, pieces):
+        return b"\x00" + u16(capacity) + u32(addr) + b"".join(u8(len(p)) + p for p in pieces)
+
+    args = lambda mode, a: u8(mode) + b"\x00".join(x.encode() for x in a)
+    return {
+        "builder_fits": builder(256, 0x1000, [b"console=ttyS0", b"  reboot=k  ",
+                                              b"virtio_mmio.device=4K@0xd0000000:5"]),
+        "builder_full": builder(8, 0xfff8, [b"1234567", b"x"]),
+        "builder_nul_straddle": builder(4096, 0x0fff0, [b"a\x00b", b"panic=1 " * 4]),
+        "kernel_cmdline": b"\x01console=ttyS0 carapace.token=00ff00ff\tcarapace.selftest=net-1 "
+                          b"init=/usr/sbin/carapace-agent",
+        "kernel_cmdline_bad": b"\x01carapace.token=xyz carapace.selftest=../x carapace.token=",
+        "agent_args": args(2, ["--listen", "unix:/run/a.sock", "--token", "00ff", "--root",
+                               "/work", "--max-file-bytes", "1048576", "--max-connections",
+                               "4"]),
+        "agent_args_bad": args(2, ["--listen", "vsock:99999999999", "--token-fd", "3",
+                                   "--token", "ab", "--bogus"]),
+        "run_args": args(3, ["--kernel", "/boot/vmlinux", "--initrd", "/boot/initrd",
+                             "--cmdline", "console=ttyS0 quiet", "--mem", "256", "--vcpus",
+                             "2", "--boot", "pvh", "--console", "file:/tmp/c,max=4096",
+                             "--timeout", "1.5", "--cpu-template", "baseline"]),
+        "run_args_bad": args(3, ["--kernel", "k", "--mem", "18446744073709551616",
+                                 "--cmdline", "a", "--cmdline", "b"]),
+    }
+
+
+if __name__ == "__main__":
+    write("fuzz_http_request", http_seeds())
+    write("fuzz_service_requests", service_seeds())
+    write("fuzz_agent_protocol", agent_seeds())
+    write("fuzz_mcp", mcp_seeds())
+    write("fuzz_snapshot_state", snapshot_seeds())
+    write("fuzz_elf_loader", elf_seeds())
+    write("fuzz_cmdline", cmdline_seeds())
