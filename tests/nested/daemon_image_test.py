@@ -50,11 +50,11 @@ def cgroups_named(prefix):
     return found
 
 
-def vmm_processes(state):
-    """Live processes whose command line names the daemon's state folder (its VMMs, jails)."""
+def vmm_processes(state, daemon_pid):
+    """Live processes but the daemon whose command line names its state folder (VMMs, jails)."""
     found = []
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
+        if not pid.isdigit() or int(pid) == daemon_pid:
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -190,7 +190,8 @@ class DaemonImage(unittest.TestCase):
         timed("DELETE /templates/{id}", tpl.delete)
         deadline = time.monotonic() + 30 * TIMEOUT_SCALE
         while time.monotonic() < deadline:
-            left = (vmm_processes(daemon.state), cgroups_named("vm-"), self.leftovers(daemon))
+            left = (vmm_processes(daemon.state, daemon.proc.pid), cgroups_named("vm-"),
+                    self.leftovers(daemon))
             if not any(left):
                 break
             time.sleep(0.2)
@@ -210,7 +211,8 @@ class DaemonImage(unittest.TestCase):
                 ready, _, _ = select.select([proc.stdout], [], [], EXEC_S)
                 self.assertTrue(ready, f"carapace mcp did not answer {method} in {EXEC_S} s")
                 line = proc.stdout.readline()
-                self.assertTrue(line, "carapace mcp closed stdout: " + proc.stderr.read().decode())
+                if not line:  # (stderr only then: reading it earlier waits for the server's exit)
+                    self.fail("carapace mcp closed stdout: " + proc.stderr.read().decode())
                 reply = json.loads(line)
                 self.assertIn("result", reply, reply)
                 return reply["result"]
