@@ -281,6 +281,12 @@ class Bench:
         proc = subprocess.Popen(self.qemu_argv(cid, qmp, ["-incoming", f"exec:cat {image}"]),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
+        # The image was saved with the guest stopped (QMP `stop` first, so it is consistent), so
+        # the incoming guest waits paused: `cont` it as soon as the migration stream is in.
+        q = Qmp(qmp)
+        while q.cmd("query-status")["status"] == "inmigrate":
+            time.sleep(0.005)
+        q.cmd("cont")
         answered = wait_ping(connect_vsock(cid), proc, t0, 120, "QEMU restore")
         stop(proc)
         return answered
