@@ -8,7 +8,10 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -16,6 +19,8 @@
 
 #include "tests/integration/host_leak_scan.h"
 #include "tests/integration/process_sandbox_harness.h"
+#include "vmm/jail/cgroup.h"
+#include "vmm/jail/supervisor.h"
 
 namespace carapace::testing {
 namespace {
@@ -253,6 +258,55 @@ TEST_F(ProcessSandboxTest, SupervisorKilledLeftoversAreRemovedSecurityChecks30) 
   auto res = again.stop();
   EXPECT_NE(res.err.find("removing leftovers"), std::string::npos) << res.err;
   EXPECT_EQ(again.leftovers(), "");
+}
+
+// The sandbox's init is a fork of the supervisor and inherits its lock on the jail folder: right
+// after the supervisor's SIGKILL the folder can still be locked by a jail process that is about to
+// die. A caller that reaped the supervisor removes the leftovers anyway (the lock holder dies with
+// the cgroups); a caller that only found the folder leaves a locked one alone.
+TEST_F(ProcessSandboxTest, LeftoversGoWhileAJailProcessStillHoldsTheLockSecurityChecks30) {
+  const std::string base = "/tmp/carapace-leftover-" + std::to_string(getpid());
+  const std::string id = "lock-holder";
+  const std::string cgroup_id = "leftover-test-" + std::to_string(getpid());
+  ASSERT_EQ(::mkdir(base.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((base + "/" + id).c_str(), 0700), 0);
+  auto mounts = detect_cgroup_mounts();
+  ASSERT_TRUE(mounts.ok()) << mounts.error().describe();
+  auto cgroups = JailCgroups::plan(*mounts, CgroupVersion::kAuto, {}, cgroup_id);
+  ASSERT_TRUE(cgroups.ok()) << cgroups.error().describe();
+  ASSERT_TRUE(cgroups->create().ok());
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t holder = ::fork();
+  if (holder == 0) {
+    const int fd = ::open((base + "/" + id).c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) ::_exit(1);
+    (void)!::write(ready[1], "x", 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  ASSERT_TRUE(cgroups->add_process(holder, false).ok());
+
+  EXPECT_TRUE(remove_jail_leftovers(base, id, cgroup_id, JailLeftovers::kIfUnlocked).ok());
+  EXPECT_TRUE(path_exists(base + "/" + id)) << "a locked jail folder was removed";
+  EXPECT_EQ(::kill(holder, 0), 0) << "the lock holder was killed";
+
+  EXPECT_TRUE(remove_jail_leftovers(base, id, cgroup_id, JailLeftovers::kSupervisorGone).ok());
+  int status = 0;
+  ASSERT_EQ(::waitpid(holder, &status, 0), holder);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  EXPECT_FALSE(path_exists(base + "/" + id));
+  for (const std::string& d : cgroups->paths())
+    EXPECT_FALSE(path_exists(d)) << "cgroup left behind: " << d;
+  ::rmdir(base.c_str());
+  // Never a path to another cgroup.
+  EXPECT_FALSE(remove_stale_cgroups("../" + cgroup_id).ok());
+  EXPECT_FALSE(remove_stale_cgroups("..").ok());
+  EXPECT_FALSE(remove_stale_cgroups("").ok());
 }
 
 // SECURITY-CHECKS 28: paths from the host through the agent: `..`, symlinks, /proc, FIFOs.

@@ -57,7 +57,7 @@ class Daemon:
         self.client = cc.Client(socket=self.socket, timeout=120 * TIMEOUT_SCALE)
 
     def start(self):
-        self._log = open(self.log_path, "wb")
+        self._log = open(self.log_path, "ab")  # a restart (chaos_test) appends
         argv = [self.exe, "serve", "--socket", self.socket, "--state-dir", self.state]
         config = os.environ.get("CARAPACE_E2E_DAEMON_CONFIG")
         if config:

@@ -108,6 +108,35 @@ TEST_F(RestartTest, CrashLeftoversAreCleanedUpAndTemplatesReloaded) {
   EXPECT_FALSE(path_exists(state_dir_ + "/templates/" + tpl));
 }
 
+// A record left on disk can be anything (a crash mid-write, a disk error, a hand edit): fields of
+// the wrong type, cgroup names that are paths, files outside the state dir. The next daemon starts,
+// drops the record, and touches nothing outside its state dir.
+TEST_F(RestartTest, CorruptSandboxRecordsAreDroppedWithoutHarm) {
+  const std::string outside = dir_ + "/outside.txt";
+  {
+    std::ofstream(outside) << "keep\n";
+  }
+  ASSERT_EQ(::mkdir(state_dir_.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((state_dir_ + "/sandboxes").c_str(), 0700), 0);
+  const json bad = {{"id", 7},
+                    {"pid", "1"},
+                    {"pid_start", -1},
+                    {"backend", {{"cgroups", {"..", "../../unified", 3}}, {"files", {1, outside}}}}};
+  {
+    std::ofstream(state_dir_ + "/sandboxes/sb-000000000001.json") << bad.dump();
+    std::ofstream(state_dir_ + "/sandboxes/sb-000000000002.json")
+        << json{{"id", "sb-000000000002"}, {"pid", 1.5}, {"backend", "files"}}.dump();
+  }
+  spawn_daemon();
+  EXPECT_EQ(call("GET", "/health").status, 200);
+  EXPECT_TRUE(path_exists(outside)) << "a file outside the state dir was removed";
+  EXPECT_FALSE(path_exists(state_dir_ + "/sandboxes/sb-000000000001.json"));
+  EXPECT_FALSE(path_exists(state_dir_ + "/sandboxes/sb-000000000002.json"));
+  EXPECT_EQ(body_json(call("GET", "/sandboxes"))["sandboxes"].size(), 0u);
+  EXPECT_NE(read_text_file(dir_ + "/serve.log").find("is not a jail's cgroup name"),
+            std::string::npos);
+}
+
 TEST(StateStore, KillsOnlyTheRecordedProcess) {
   pid_t child = ::fork();
   if (child == 0) {

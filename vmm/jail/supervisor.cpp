@@ -61,15 +61,26 @@ Status JailFolder::release() {
 }
 
 Status remove_jail_leftovers(const std::string& base, const std::string& id,
-                             const std::string& cgroup_id) {
+                             const std::string& cgroup_id, JailLeftovers when) {
   const std::string dir = base + "/" + id;
-  UniqueFd lock(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (lock.valid() && ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0)
-    return ok_status();  // a live supervisor owns it
+  if (when == JailLeftovers::kIfUnlocked) {
+    UniqueFd lock(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (lock.valid() && ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0)
+      return ok_status();  // a live supervisor owns it
+  }
+  TRY_STATUS(remove_stale_cgroups(cgroup_id));
+  return remove_tree(dir);
+}
+
+Status remove_stale_cgroups(const std::string& cgroup_id) {
+  const bool one_name = !cgroup_id.empty() && cgroup_id != "." && cgroup_id != ".." &&
+                        cgroup_id.find_first_not_of(
+                            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                            "0123456789._-") == std::string::npos;
+  if (!one_name) return make_error("cgroup: '" + cgroup_id + "' is not a jail's cgroup name");
   auto mounts = TRY(detect_cgroup_mounts());
   auto cgroups = TRY(JailCgroups::plan(mounts, CgroupVersion::kAuto, {}, cgroup_id));
-  TRY_STATUS(cgroups.remove_stale());
-  return remove_tree(dir);
+  return cgroups.remove_stale();
 }
 
 sigset_t stop_signals() {

@@ -52,10 +52,21 @@ class JailFolder {
 };
 
 // What a jail whose supervisor was SIGKILLed leaves, removed from outside: anything still running
-// in cgroups carapace/<cgroup_id> is killed, those cgroups and the folder <base>/<id> go. A jail
-// whose supervisor is alive (its folder locked) is left alone. Nothing there is not an error.
+// in cgroups carapace/<cgroup_id> is killed, those cgroups and the folder <base>/<id> go. Nothing
+// there is not an error.
+//   kIfUnlocked:      a jail whose folder is locked is left alone (its supervisor may be alive:
+//                     the caller found the folder, e.g. scanning a template's jails/).
+//   kSupervisorGone:  the caller reaped the jail's supervisor; a lock still held is held by one
+//                     of the jail's own processes (the sandbox's init inherits the supervisor's
+//                     descriptors), which dies with the cgroups.
+enum class JailLeftovers { kIfUnlocked, kSupervisorGone };
 Status remove_jail_leftovers(const std::string& base, const std::string& id,
-                             const std::string& cgroup_id);
+                             const std::string& cgroup_id,
+                             JailLeftovers when = JailLeftovers::kIfUnlocked);
+// The cgroup half of that alone: carapace/<cgroup_id> in every mounted hierarchy, with whatever
+// still runs in it killed. `cgroup_id` must be one name ([A-Za-z0-9._-], not "." or ".."): never
+// a path to another cgroup.
+Status remove_stale_cgroups(const std::string& cgroup_id);
 
 // clone3 of a jail's first process: new mount, PID, IPC and UTS namespaces plus `extra_flags`
 // (e.g. CLONE_NEWNET), a pidfd, and born in the unified tree's cgroup of `folder` when there is

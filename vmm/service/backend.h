@@ -74,8 +74,10 @@ class Instance {
   virtual std::string exit_description() = 0;
   virtual int pid() const = 0;
   // pid, sockets, console/log file paths, cgroup; shown by GET /sandboxes/{id}. The daemon records
-  // it in STATE/sandboxes/<id>.json; after a daemon crash the paths listed under "files" (an
-  // array; those inside the state dir only) are removed when the next run cleans up.
+  // it in STATE/sandboxes/<id>.json; after a daemon crash the next run cleans up: whatever still
+  // runs in the jail cgroups named under "cgroups" (an array of names below carapace/) is
+  // killed and those cgroups go, then the paths listed under "files" (an array; those inside the
+  // state dir only) are removed.
   virtual nlohmann::json describe() const = 0;
   // Host-side counters for /metrics (console bytes dropped, egress packets dropped, ...), by name.
   virtual std::map<std::string, uint64_t> counters() = 0;

@@ -95,7 +95,9 @@ void MicrovmInstance::stop_vmm() {
     // The supervisor kills the VMM and removes the jail folder and cgroups; after a supervisor
     // that did not stop in time (or was SIGKILLed), the same removal from here.
     process_.stop(kJailStopGraceMs);
-    if (Status s = remove_jail_leftovers(jail_->chroot_base, jail_->id, jail_->id); !s.ok())
+    if (Status s = remove_jail_leftovers(jail_->chroot_base, jail_->id, jail_->id,
+                                         JailLeftovers::kSupervisorGone);
+        !s.ok())
       LOG_WARN("jail %s: %s", jail_->id.c_str(), s.error().describe().c_str());
   } else {
     process_.kill();
@@ -237,6 +239,7 @@ nlohmann::json MicrovmInstance::describe() const {
                  {"pids_max", jail_->pids_max},
                  {"cpu_quota_pct", jail_->cpu_quota_pct}};
     files.push_back(jail_->dir());
+    d["cgroups"] = nlohmann::json::array({jail_->id});
   }
   d["files"] = files;
   return d;

@@ -5,6 +5,7 @@
 // answered makes a hand-out a ping. Pause and resume freeze the sandbox's cgroup (v2
 // cgroup.freeze). Each instance gets a fresh random token, written to a 0600 file that the
 // supervisor reads before it starts anything and that is removed once the agent answered.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -142,9 +143,9 @@ class ProcessInstance : public Instance {
                           {"cgroup", "carapace/process-" + paths_.name},
                           {"host_uid", uid_},
                           {"paused", paused_},
-                          // For the daemon's crash recovery (backend.h): all inside ctx.dir. The
-                          // cgroups are not files of the state dir: remove_leftovers() and the
-                          // supervisor's own clean-up handle them.
+                          // For the daemon's crash recovery (backend.h): the files all inside
+                          // ctx.dir, and the jail's cgroups.
+                          {"cgroups", nlohmann::json::array({"process-" + paths_.name})},
                           {"files", nlohmann::json::array({paths_.sock, paths_.token, paths_.log,
                                                            paths_.jail_base + "/" + paths_.name})}};
   }
@@ -171,7 +172,11 @@ class ProcessInstance : public Instance {
  private:
   // What a supervisor that died without cleaning up leaves: the jail folder and empty cgroups.
   void remove_leftovers() {
-    (void)remove_jail_leftovers(paths_.jail_base, paths_.name, "process-" + paths_.name);
+    // The supervisor is reaped (destroy()); its init may still hold the folder's lock.
+    if (Status s = remove_jail_leftovers(paths_.jail_base, paths_.name, "process-" + paths_.name,
+                                         JailLeftovers::kSupervisorGone);
+        !s.ok())
+      LOG_WARN("process sandbox %s: %s", paths_.name.c_str(), s.error().describe().c_str());
   }
 
   Status set_frozen(bool frozen) {
@@ -206,6 +211,7 @@ class ProcessTemplate : public TemplateBackend {
   // Starts one sandbox to prove the template works; it becomes the first pooled one.
   Status build() {
     const auto t0 = Clock::now();
+    remove_stale_jails();
     auto first = start();
     if (!first.ok()) return make_error("template build: " + first.error().describe());
     build_ms_ = ms_since(t0);
@@ -282,6 +288,21 @@ class ProcessTemplate : public TemplateBackend {
   }
 
  private:
+  // What sandboxes of an earlier run on this folder left with no record to clean them up by (a
+  // daemon killed while it was starting them): their jails, with any process still in their
+  // cgroups. A jail whose supervisor still lives (its folder locked) is left alone.
+  void remove_stale_jails() {
+    DIR* d = ::opendir(jail_base_.c_str());
+    if (d == nullptr) return;
+    std::vector<std::string> ids;
+    while (dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') ids.push_back(e->d_name);
+    ::closedir(d);
+    for (const auto& id : ids)
+      if (Status s = remove_jail_leftovers(jail_base_, id, "process-" + id); !s.ok())
+        LOG_WARN("%s: %s", jail_base_.c_str(), s.error().describe().c_str());
+  }
+
   Result<std::unique_ptr<ProcessInstance>> start() {
     InstancePaths p;
     // The sandbox id names its jail folder and cgroups: [A-Za-z0-9-] only, at most 64.

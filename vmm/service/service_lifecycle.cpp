@@ -7,7 +7,9 @@
 #include <thread>
 
 #include "vmm/jail/jail_fs.h"
+#include "vmm/jail/supervisor.h"
 #include "vmm/service/json_log.h"
+#include "vmm/service/record_fields.h"
 #include "vmm/service/sandbox_service.h"
 #include "vmm/service/service_entries.h"
 
@@ -44,24 +46,37 @@ void SandboxService::recover() {
   std::vector<std::string> errors;
   // Sandboxes first: their processes hold files under the templates' folders.
   for (const json& r : store_.read_sandboxes(&errors)) {
-    std::string id = r.value("id", "");
-    int pid = r.value("pid", 0);
-    uint64_t start = r.value("pid_start", uint64_t{0});
-    bool killed = kill_if_same_process(pid, start);
+    const std::string id = string_field(r, "id");
+    const uint64_t raw_pid = unsigned_field(r, "pid");
+    const int pid = raw_pid <= INT32_MAX ? static_cast<int>(raw_pid) : 0;
+    bool killed = kill_if_same_process(pid, unsigned_field(r, "pid_start"));
+    const json backend = r.contains("backend") && r["backend"].is_object() ? r["backend"] : json();
+    // The jail's cgroups first: whatever still runs there (a VMM that outlived its supervisor)
+    // is killed before its files go.
+    json cgroups = json::array();
+    if (backend.contains("cgroups") && backend["cgroups"].is_array()) {
+      for (const auto& c : backend["cgroups"]) {
+        if (!c.is_string()) continue;
+        if (Status s = remove_stale_cgroups(c.get<std::string>()); s.ok())
+          cgroups.push_back(c);
+        else
+          errors.push_back("sandbox " + id + ": " + s.error().describe());
+      }
+    }
     json removed = json::array();
-    const json& backend = r.contains("backend") ? r["backend"] : json();
-    if (backend.is_object() && backend.contains("files") && backend["files"].is_array()) {
+    if (backend.contains("files") && backend["files"].is_array()) {
       for (const auto& f : backend["files"]) {
         if (!f.is_string() || !inside(f.get<std::string>(), store_.dir())) continue;
         if (remove_tree(f.get<std::string>()).ok()) removed.push_back(f);
       }
     }
-    ::unlink(r.value("record_path", "").c_str());
-    json_log("warn", "sandbox left by a previous run cleaned up",
-             {{"id", id}, {"pid", pid}, {"killed", killed}, {"removed", removed}});
+    ::unlink(string_field(r, "record_path").c_str());
+    json_log(
+        "warn", "sandbox left by a previous run cleaned up",
+        {{"id", id}, {"pid", pid}, {"killed", killed}, {"cgroups", cgroups}, {"removed", removed}});
   }
   for (const json& r : store_.read_templates(&errors)) {
-    std::string id = r.value("id", "");
+    std::string id = string_field(r, "id");
     if (!r.contains("request") || !r["request"].is_object()) {
       errors.push_back("template " + id + ": record has no request");
       continue;

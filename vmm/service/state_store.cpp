@@ -14,6 +14,7 @@
 #include "vmm/api/http/json_util.h"
 #include "vmm/base/unique_fd.h"
 #include "vmm/jail/jail_fs.h"
+#include "vmm/service/record_fields.h"
 
 namespace carapace::service {
 namespace {
@@ -80,7 +81,7 @@ std::vector<nlohmann::json> StateStore::read_templates(std::vector<std::string>*
     std::string path = template_dir(name) + "/template.json";
     auto text = read_text(path, 1 << 20);
     auto parsed = text.ok() ? http::parse_json(*text) : Result<nlohmann::json>(text.error());
-    if (!parsed.ok() || !parsed->is_object() || parsed->value("id", "") != name) {
+    if (!parsed.ok() || !parsed->is_object() || string_field(*parsed, "id") != name) {
       if (errors) errors->push_back(path + ": unreadable template record");
       continue;
     }

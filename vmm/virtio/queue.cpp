@@ -172,4 +172,10 @@ bool Queue::enable_notification() {
   return read_avail_idx() != state_.next_avail && in_flight() < state_.size;
 }
 
+void Queue::notify_at_next_avail() {
+  if (!ready() || broken_ || !state_.event_idx) return;
+  write_used_u16(avail_event_offset(state_.size), read_avail_idx(), __ATOMIC_RELAXED);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
 }  // namespace carapace::virtio

@@ -81,6 +81,12 @@ class Queue {
   //   do { while (auto c = TRY(q.pop())) {...} } while (q.enable_notification());
   //   if (q.needs_notification()) signals.signal_used(index);
   bool enable_notification();
+  // The driver's avail.idx now (acquire): how many buffers it has ever made available, mod 2^16.
+  uint16_t avail_idx() const { return read_avail_idx(); }
+  // Asks for a notification when the driver makes its next buffer available, however many are
+  // still unread (with EVENT_IDX: avail_event = avail.idx; without it the driver always
+  // notifies). For a device that waits for the driver to give a buffer back (virtio 1.2 §2.7.10).
+  void notify_at_next_avail();
 
   // Popped chains not yet returned through add_used().
   uint16_t in_flight() const { return static_cast<uint16_t>(state_.next_avail - state_.next_used); }

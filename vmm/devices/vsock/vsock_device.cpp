@@ -127,7 +127,7 @@ Status VirtioVsock::activate(virtio::ActivationContext ctx) {
   std::lock_guard<std::mutex> lock(mu_);
   if (ctx.queues.size() != 3) return make_error("virtio-vsock: expects three queues");
   ctx_ = std::move(ctx);
-  broken_ = tx_stalled_ = event_pending_ = false;
+  broken_ = tx_stalled_ = event_pending_ = reset_unacked_ = false;
   // Host CONNECTs that came before the driver send their REQUESTs now.
   pump_locked();
   return {};
@@ -137,15 +137,16 @@ void VirtioVsock::reset() {
   std::lock_guard<std::mutex> lock(mu_);
   close_all_locked();
   ctx_.reset();
-  broken_ = tx_stalled_ = event_pending_ = false;
+  broken_ = tx_stalled_ = event_pending_ = reset_unacked_ = false;
 }
 
 void VirtioVsock::queue_notify(uint16_t index) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!ctx_ || broken_) return;
-  if (index == kEventQueue)
+  if (index == kEventQueue) {
     process_event_locked();
-  else if (index == kRxQueue || index == kTxQueue)
+    check_reset_taken_locked(now_ns());
+  } else if (index == kRxQueue || index == kTxQueue)
     pump_locked();
 }
 
@@ -160,6 +161,7 @@ void VirtioVsock::send_transport_reset() {
 
 void VirtioVsock::pump_locked() {
   if (!ctx_ || broken_) return;
+  if (reset_unacked_) check_reset_taken_locked(now_ns());
   // tx stops when the RSTs it owes fill pending_rst_; rx drains them; go on while that frees
   // room (virtio 1.2 §5.10.6.1: the device keeps processing tx as long as it can reply).
   do {
@@ -194,12 +196,30 @@ void VirtioVsock::process_event_locked() {
       event_pending_ = false;
       ++stats_.events_posted;
       (void)q.add_used(chain->head(), sizeof ev);
+      reset_unacked_ = true;
+      reset_avail_mark_ = q.avail_idx();
+      reset_hold_deadline_ns_ = now_ns() + opts_.reset_ack_timeout_ns;
+      q.notify_at_next_avail();  // the buffer coming back is the sign
+      arm_timer_locked();
     } else {  // no room for the event: give the buffer back unused
       ctx_->errors->bad_request.fetch_add(1, std::memory_order_relaxed);
       (void)q.add_used(chain->head(), 0);
     }
   }
   if (q.needs_notification()) ctx_->signals->signal_used(kEventQueue);
+}
+
+void VirtioVsock::check_reset_taken_locked(uint64_t now) {
+  if (!reset_unacked_ || !ctx_ || event_pending_) return;
+  const bool taken = ctx_->queues[kEventQueue].avail_idx() != reset_avail_mark_;
+  if (!taken && now < reset_hold_deadline_ns_) return;
+  if (!taken) LOG_DEBUG("virtio-vsock: the driver kept the transport reset's event buffer");
+  reset_unacked_ = false;
+  reset_hold_deadline_ns_ = 0;
+  for (auto& [id, c] : conns_)
+    if (c->state == Connection::State::kAwaitingResponse && c->send_request) schedule_rx_locked(*c);
+  arm_timer_locked();
+  pump_locked();
 }
 
 // ---- the connection table ----
@@ -282,7 +302,7 @@ void VirtioVsock::set_deadline_locked(Connection& c, uint64_t timeout_ns) {
 }
 
 void VirtioVsock::arm_timer_locked() {
-  uint64_t next = 0;
+  uint64_t next = reset_unacked_ ? reset_hold_deadline_ns_ : 0;
   for (const auto& [id, c] : conns_)
     if (c->deadline_ns != 0 && (next == 0 || c->deadline_ns < next)) next = c->deadline_ns;
   if (next == armed_deadline_) return;
@@ -320,6 +340,7 @@ void VirtioVsock::expire_deadlines(uint64_t now) {
     kill_locked(*c, /*rst=*/true);
   }
   armed_deadline_ = 0;  // fired (or about to): compute afresh
+  check_reset_taken_locked(now);
   arm_timer_locked();
   pump_locked();
 }

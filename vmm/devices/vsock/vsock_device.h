@@ -125,6 +125,11 @@ class VirtioVsock : public virtio::VirtioDevice, public std::enable_shared_from_
   void set_deadline_locked(Connection& c, uint64_t timeout_ns);
   void arm_timer_locked();
   void on_timer();
+  // Host REQUESTs wait while a transport reset is pending or not yet taken by the driver.
+  bool holding_requests_locked() const { return event_pending_ || reset_unacked_; }
+  // Ends the wait once the driver gave an event buffer back (or its time is up); the REQUESTs
+  // held meanwhile are scheduled.
+  void check_reset_taken_locked(uint64_t now);
 
   // vsock_guest_tx.cpp: packets from the guest.
   void process_tx_locked();
@@ -172,6 +177,14 @@ class VirtioVsock : public virtio::VirtioDevice, public std::enable_shared_from_
   bool broken_ = false;                           // NEEDS_RESET reported
   bool tx_stalled_ = false;     // tx stopped: pending_rst_ full, waiting for rx buffers
   bool event_pending_ = false;  // a transport reset waits for an event buffer
+  // A posted transport reset the driver has not yet taken. Linux handles the event queue and the
+  // rx queue in separate work items, in either order: a REQUEST it reads before the event is
+  // answered with the old CID (refused as spoofed) and its connection is then reset by the
+  // event. The driver takes the event before it gives the buffer back (avail.idx moves past
+  // reset_avail_mark_), so REQUESTs wait for that.
+  bool reset_unacked_ = false;
+  uint16_t reset_avail_mark_ = 0;
+  uint64_t reset_hold_deadline_ns_ = 0;
   uint64_t next_id_ = 1;
   uint32_t next_local_port_ = kFirstLocalPort;
   uint64_t armed_deadline_ = 0;

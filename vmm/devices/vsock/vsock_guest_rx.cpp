@@ -51,7 +51,7 @@ bool VirtioVsock::has_rx_work_locked() const {
 
 bool VirtioVsock::connection_has_rx_work(const Connection& c) const {
   if (c.send_rst) return true;
-  if (c.state == State::kAwaitingResponse) return c.send_request;
+  if (c.state == State::kAwaitingResponse) return c.send_request && !holding_requests_locked();
   if (c.state != State::kEstablished) return false;
   if (c.send_response || c.send_shutdown != 0 || c.send_credit_update) return true;
   // Host data: sent when the guest has credit, else one CREDIT_REQUEST.
@@ -104,6 +104,7 @@ uint32_t VirtioVsock::write_connection_packet_locked(Connection& c, virtio::Chai
 
   if (c.send_rst) return rst();
   if (c.state == State::kAwaitingResponse && c.send_request) {
+    if (holding_requests_locked()) return 0;  // scheduled again once the reset is taken
     c.send_request = false;
     return control(vsock::kOpRequest);
   }

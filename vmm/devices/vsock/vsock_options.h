@@ -24,6 +24,10 @@ struct VsockOptions {
   // A host connection must send its CONNECT line and the guest must answer the REQUEST within
   // this time, or the Unix connection is closed.
   uint64_t connect_timeout_ns = 5'000'000'000;
+  // After a transport reset, host REQUESTs wait until the driver has taken the event (it gives
+  // the event buffer back), at most this long: a driver that never gives it back is then served
+  // as before (see VirtioVsock::holding_requests_locked).
+  uint64_t reset_ack_timeout_ns = 1'000'000'000;
   // After a SHUTDOWN with both flags (either way), the connection is reset if it has not ended
   // within this time (virtio 1.2 §5.10.6.5: "an implementation-specific amount of time").
   uint64_t shutdown_timeout_ns = 2'000'000'000;

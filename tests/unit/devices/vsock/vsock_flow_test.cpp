@@ -172,7 +172,8 @@ TEST_F(VsockTest, TransportResetEventDropsEveryConnection) {
   listener.reset();
   ::unlink(port_path(5000).c_str());
   EXPECT_EQ(count_open_fds(), baseline);
-  // The guest reconnects.
+  // The guest takes the event (gives its buffer back); then the host reconnects.
+  guest_.refill_events();
   HostConn again = open_from_host(52);
   send_all(again.fd.get(), "x");
   EXPECT_EQ(str(expect_packet().payload), "x");
