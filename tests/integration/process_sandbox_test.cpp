@@ -5,10 +5,10 @@
 // (SECURITY-CHECKS 28); and however the sandbox ends, its jail folder, cgroups and socket go
 // (SECURITY-CHECKS 30). Needs root and the image (the `rootfs` fixture); fails, never skips.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <fcntl.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>

@@ -113,15 +113,14 @@ TEST_F(RestartTest, CrashLeftoversAreCleanedUpAndTemplatesReloaded) {
 // drops the record, and touches nothing outside its state dir.
 TEST_F(RestartTest, CorruptSandboxRecordsAreDroppedWithoutHarm) {
   const std::string outside = dir_ + "/outside.txt";
-  {
-    std::ofstream(outside) << "keep\n";
-  }
+  { std::ofstream(outside) << "keep\n"; }
   ASSERT_EQ(::mkdir(state_dir_.c_str(), 0700), 0);
   ASSERT_EQ(::mkdir((state_dir_ + "/sandboxes").c_str(), 0700), 0);
-  const json bad = {{"id", 7},
-                    {"pid", "1"},
-                    {"pid_start", -1},
-                    {"backend", {{"cgroups", {"..", "../../unified", 3}}, {"files", {1, outside}}}}};
+  const json bad = {
+      {"id", 7},
+      {"pid", "1"},
+      {"pid_start", -1},
+      {"backend", {{"cgroups", {"..", "../../unified", 3}}, {"files", {1, outside}}}}};
   {
     std::ofstream(state_dir_ + "/sandboxes/sb-000000000001.json") << bad.dump();
     std::ofstream(state_dir_ + "/sandboxes/sb-000000000002.json")
