@@ -12,7 +12,8 @@ time, then proof that nothing leaked and that the daemon did not slow down.
                      or files, so this back end's cycle is its lifecycle.
 Before and after each run (once the daemon has settled) it counts the daemon's open fds, its
 threads, its children, processes running under the jail's uid range, cgroups under carapace/,
-entries in the state dir and sockets: each must be back where it was. The p99 latency of the last 500 cycles must stay within 1.5x
+entries in the state dir and sockets: each must be back where it was, and the daemon's RSS may
+not grow by 16 MiB. The p99 latency of the last 500 cycles must stay within 1.5x
 that of the first 500. Prints the counts and figures; any failed request fails the test.
 """
 
@@ -30,6 +31,7 @@ import daemon_harness as dh  # noqa: E402
 from daemon_harness import cc  # noqa: E402
 
 CLIENTS = 8
+RSS_GROWTH_KIB = 16 * 1024
 WINDOW = int(os.environ.get("CARAPACE_SOAK_WINDOW", 500))  # smaller only for trial runs
 # Host uids of jailed VMMs (260000-319999, docs/api.md "Jailed VMMs") and of process sandboxes
 # (derived from 200000 up, vmm/jail/process_sandbox.h).
@@ -114,6 +116,16 @@ class Census:
             out.update(os.path.join(base, f) for f in dirs + files)
         return out
 
+    def rss_kib(self):
+        try:
+            with open(f"/proc/{self.daemon.proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1])
+        except OSError:
+            pass
+        return -1
+
     def take(self):
         pid = self.daemon.proc.pid
         entries, socks = self.state_entries()
@@ -180,6 +192,7 @@ class SoakBase(unittest.TestCase):
         # not leaks.
         self.cycle(-1)
         baseline = census.stable()
+        rss_before = census.rss_kib()
         latencies = [None] * cycles
         failures = []
         lock = threading.Lock()
@@ -198,6 +211,7 @@ class SoakBase(unittest.TestCase):
             list(pool.map(one, range(cycles)))
         wall = time.monotonic() - t0
         after = census.settled(baseline)
+        rss_after = census.rss_kib()
         first, last = p99(latencies[:WINDOW]), p99(latencies[-WINDOW:])
         say(f"{what}: {cycles} cycles, {CLIENTS} clients, {wall:.1f} s "
             f"({cycles / wall:.1f} cycles/s), {len(failures)} failed")
@@ -206,10 +220,15 @@ class SoakBase(unittest.TestCase):
             f"{1000 * statistics.median(latencies):.1f} ms")
         for k in baseline:
             say(f"{what}: {k:20} before {baseline[k]:6}  after {after[k]:6}")
+        say(f"{what}: daemon RSS before {rss_before} KiB, after {rss_after} KiB")
         self.assertEqual(failures[:10], [], f"{len(failures)} cycles failed")
         leaks = {k: (baseline[k], after[k]) for k in baseline if after[k] != baseline[k]}
         self.assertEqual(leaks, {}, "counts not back where they were (before, after)")
         self.assertEqual(cc.Sandbox.list(client=self.daemon.client), [])
+        # Memory: the allocator keeps some of what the peak load used; a leak of even 4 KiB per
+        # cycle would pass this bound over 5,000 cycles.
+        self.assertLess(rss_after - rss_before, RSS_GROWTH_KIB,
+                        f"the daemon grew by {rss_after - rss_before} KiB over {cycles} cycles")
         self.assertLessEqual(last, 1.5 * first,
                              f"p99 of the last {WINDOW} cycles is {last / first:.2f}x the first's")
 
