@@ -162,24 +162,11 @@ class Census:
             time.sleep(0.5)
 
 
-class SoakBase(unittest.TestCase):
-    TEMPLATE = None
+class SoakBase(dh.DaemonTestCase):
+    """One daemon and one template (dh.DaemonTestCase's TEMPLATE) per back end."""
+
     CYCLES_ENV = None
     DEFAULT_CYCLES = 0
-
-    @classmethod
-    def setUpClass(cls):
-        cls.daemon = dh.Daemon()
-        try:
-            cls.daemon.start()
-            cls.tpl = getattr(cls.daemon, cls.TEMPLATE)()
-        except BaseException:
-            cls.daemon.stop()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.stop()
 
     def cycle(self, i):
         raise NotImplementedError

@@ -68,8 +68,8 @@ Result<std::unique_ptr<MicrovmInstance>> MicrovmInstance::launch(
       if (r.ok() && r->status == 200) return vm;
     }
     if (!vm->process_.alive()) {
-      std::string why = "the VM ended before its control API answered: " +
-                        vm->exit_description() + ": " + file_tail(paths.log);
+      std::string why = "the VM ended before its control API answered: " + vm->exit_description() +
+                        ": " + file_tail(paths.log);
       vm->destroy();
       return make_error(why);
     }
