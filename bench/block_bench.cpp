@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 #include "vmm/devices/block/disk_image.h"
 #include "vmm/devices/block/virtio_block.h"
 #include "vmm/virtio/ring_layout.h"

@@ -1,9 +1,9 @@
-// The cost of the jail (issue 7 §5): in one run, boots the test guest's boot-info scenario N times
+// The cost of the jail: in one run, boots the test guest's boot-info scenario N times
 // each with plain `carapace run` (default deferred teardown, and `--teardown sync`), with
 // `carapace jail -- run` (new network namespace, the default), with `carapace jail --netns
 // none -- run` and with `--cgroup-version 2` (no limits, no v1 migration), interleaved so all see
 // the same host conditions, and prints the medians of exec → exit side by side. In the same run,
-// the process isolation back end (`carapace run --isolation process`, issue 7 §3): sandbox create
+// the process isolation back end (`carapace run --isolation process`): sandbox create
 // → the agent's first `ping` answered with its token, and stop (SIGTERM) → everything removed.
 // Needs root.
 //
@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/agent/agent_client.h"
 #include "tests/integration/process_runner.h"
-#include "vmm/api/agent_client.h"
 
 namespace {
 

@@ -69,7 +69,7 @@ void BM_SerialTransmitByte(benchmark::State& state) {
 }
 BENCHMARK(BM_SerialTransmitByte);
 
-// ---- virtqueue (issue 3, "5. Bench") ----
+// ---- virtqueue ("5. Bench") ----
 
 // A 256-entry queue whose descriptor table holds 256 / `per_chain` chains of `per_chain`
 // descriptors (readable ones, then one writable: a block request's shape), 512-byte buffers.

@@ -1,4 +1,4 @@
-// build/bench/restore: how fast carapace starts a sandbox without booting it (issue 4 §7), next to
+// build/bench/restore: how fast carapace starts a sandbox without booting it, next to
 // QEMU's restore of the same test guest in the same run.
 //
 // The test guest's `idle` scenario (RAM filled with a pattern, CPU parked in hlt) is booted, paused
@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "bench/restore_qemu.h"
+#include "common/base/log.h"
 #include "snapshot/machine_snapshot.h"
 #include "snapshot/memory_image.h"
-#include "vmm/base/log.h"
 #include "vmm/machine/machine.h"
 #include "vmm/pool/clone_source.h"
 #include "vmm/pool/vm_pool.h"

@@ -1,4 +1,4 @@
-// The sandbox service end to end (issue 6 §6): starts `carapace serve` on a private state dir,
+// The sandbox service end to end: starts `carapace serve` on a private state dir,
 // builds templates through its API and measures, in one run:
 //   - sandbox create → ready, served from the template's pool and with no pool (restore now);
 //     a microVM sandbox is "ready" when POST /sandboxes returns: the daemon has resumed the VM,
@@ -32,7 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vmm/api/http/http_client.h"
+#include "common/http/http_client.h"
 
 extern char** environ;
 

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "common/base/log.h"
 #include "tests/unit/devices/vsock/fake_vsock_guest.h"
 #include "tests/unit/devices/vsock/host_sockets.h"
-#include "vmm/base/log.h"
 
 namespace carapace::vsock::fake {
 namespace {

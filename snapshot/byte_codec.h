@@ -1,7 +1,7 @@
 // ByteWriter / ByteReader: explicit little-endian encoding for snapshot state. Snapshot files come
 // from disk and may be corrupt or hostile, so every read is bounded by the bytes that remain, and
-// every count or length is checked against them *before* anything is allocated (SECURITY-CHECKS
-// 20): a 100-byte file can never make the reader reserve gigabytes.
+// every count or length is checked against them *before* anything is allocated (docs/security.md
+// #20): a 100-byte file can never make the reader reserve gigabytes.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 
 namespace carapace {
 

@@ -9,8 +9,8 @@
 //     KVM does not support, whatever the template.
 #pragma once
 
+#include "common/base/result.h"
 #include "snapshot/cpu_signature.h"
-#include "vmm/base/result.h"
 #include "vmm/kvm/kvm.h"
 #include "vmm/machine/machine_state.h"
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/base/result.h"
 #include "snapshot/byte_codec.h"
-#include "vmm/base/result.h"
 
 namespace carapace {
 

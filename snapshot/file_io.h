@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 
 namespace carapace {
 

@@ -6,10 +6,10 @@
 #include <memory>
 #include <string>
 
+#include "common/base/result.h"
 #include "snapshot/cpu_signature.h"
 #include "snapshot/memory_image.h"
 #include "snapshot/snapshot_dir.h"
-#include "vmm/base/result.h"
 #include "vmm/machine/machine.h"
 
 namespace carapace {
@@ -24,12 +24,12 @@ struct MachineSnapshotOptions {
 // Pauses `m` (if it is not paused yet), captures its state and writes it with its RAM to `dir`
 // (atomic replace, snapshot_dir.h), then resumes it per `options`. On any failure (ENOSPC,
 // EFBIG, EACCES, a state that cannot be captured) a VM this call paused is resumed, so the source
-// VM goes on as if nothing happened (SECURITY-CHECKS 24). The caller serialises control calls
+// VM goes on as if nothing happened (docs/security.md #24). The caller serialises control calls
 // (pause/resume/snapshot) on one Machine.
 Result<SnapshotWriteInfo> snapshot_machine(Machine& m, const std::string& dir,
                                            const MachineSnapshotOptions& options = {});
 
-// A snapshot read, checked (SECURITY-CHECKS 19-22) and found compatible with this host; restore
+// A snapshot read, checked (docs/security.md #19-#22) and found compatible with this host; restore
 // as many Machines from it as wanted.
 struct MachineSnapshot {
   CpuSignature taken_on;

@@ -166,7 +166,7 @@ Result<Serial::State> decode_serial(std::span<const uint8_t> payload) {
   ByteReader r(payload);
   Serial::State s{};
   // Register values need no range check here: Serial::restore masks them as if the guest had
-  // written them (SECURITY-CHECKS 22).
+  // written them (docs/security.md #22).
   s.ier = TRY(r.u8("ier"));
   s.lcr = TRY(r.u8("lcr"));
   s.mcr = TRY(r.u8("mcr"));

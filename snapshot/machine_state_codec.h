@@ -2,17 +2,17 @@
 // "Machine sections"). Lives in snapshot/ rather than vmm/machine/ because it speaks the
 // container's types; carapace_vmm never depends on this library.
 //
-// Nothing is stored twice (SECURITY-CHECKS 20): the RAM layout is the state file's memory layout,
+// Nothing is stored twice (docs/security.md #20): the RAM layout is the state file's memory layout,
 // the CPU template is the header's, the vCPU count is the number of vCPU sections (indices 0..n-1,
 // no gaps), the irqchip ids are implied by their position. Decoding bounds every count by the bytes
 // left, refuses trailing bytes, unknown section types, versions and out-of-range values
-// (SECURITY-CHECKS 22); what KVM itself validates (register contents) is left to KVM at restore.
+// (docs/security.md #22); what KVM itself validates (register contents) is left to KVM at restore.
 #pragma once
 
 #include <cstdint>
 
+#include "common/base/result.h"
 #include "snapshot/state_file.h"
-#include "vmm/base/result.h"
 #include "vmm/machine/machine_state.h"
 
 namespace carapace {

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "snapshot/memory_layout.h"
-#include "vmm/base/result.h"
-#include "vmm/base/unique_fd.h"
 #include "vmm/memory/guest_memory.h"
 
 namespace carapace {
@@ -20,7 +20,7 @@ struct MemoryImage {
 
   uint64_t size() const { return layout.total_size(); }
   // The fd is a regular file (or memfd) of exactly size() bytes. A shorter file would SIGBUS the
-  // VMM on the guest's first touch past its end (SECURITY-CHECKS 21); a longer one is not an
+  // VMM on the guest's first touch past its end (docs/security.md #21); a longer one is not an
   // image this code wrote.
   Status check_size() const;
 };

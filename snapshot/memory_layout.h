@@ -1,14 +1,14 @@
 // MemoryLayout: which guest-physical ranges a memory image holds and where. Regions are stored
 // back to back in the image, in guest-address order, so region i starts at the sum of the sizes
 // before it: the file offsets and the image size are derived, never stored (a value stored twice
-// can disagree with itself; SECURITY-CHECKS 20).
+// can disagree with itself; docs/security.md #20).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "common/base/result.h"
 #include "snapshot/byte_codec.h"
-#include "vmm/base/result.h"
 #include "vmm/memory/guest_memory.h"
 
 namespace carapace {

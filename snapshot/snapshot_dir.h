@@ -1,20 +1,20 @@
 // A snapshot directory: `state` (the state file) and `memory-<generation>` (the memory image it
-// names). Replacing a snapshot is atomic (SECURITY-CHECKS 23): the new memory file and
+// names). Replacing a snapshot is atomic (docs/security.md #23): the new memory file and
 // `state.tmp` are written and fsynced beside the old ones, `state.tmp` is renamed over `state`,
 // and only then is the old memory file deleted. A writer killed at any point leaves `state`
 // naming a complete memory file, old or new; its leftovers are removed by the next successful
 // write. Any failure (ENOSPC, EFBIG, EACCES, ...) removes what this write created and leaves the
-// previous snapshot as it was (SECURITY-CHECKS 24).
+// previous snapshot as it was (docs/security.md #24).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "snapshot/memory_image.h"
 #include "snapshot/state_file.h"
-#include "vmm/base/result.h"
-#include "vmm/base/unique_fd.h"
 #include "vmm/memory/guest_memory.h"
 
 namespace carapace {
@@ -64,8 +64,8 @@ struct LoadedSnapshot {
 };
 
 // Reads and fully validates `dir/state`, then opens the memory file it names and checks its size
-// against the recorded RAM layout (SECURITY-CHECKS 19-21). Neither file may be a symlink, FIFO or
-// other non-regular file. Map the memory with map_guest_memory_private().
+// against the recorded RAM layout (docs/security.md #19-#21). Neither file may be a symlink, FIFO
+// or other non-regular file. Map the memory with map_guest_memory_private().
 Result<LoadedSnapshot> load_snapshot(const std::string& dir);
 
 // Pieces of load_snapshot for tools (carapace snapshot inspect).

@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/base/result.h"
 #include "snapshot/cpu_signature.h"
 #include "snapshot/memory_layout.h"
-#include "vmm/base/result.h"
 
 namespace carapace {
 

@@ -16,8 +16,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "vmm/base/event_fd.h"
-#include "vmm/base/result.h"
+#include "common/base/event_fd.h"
+#include "common/base/result.h"
 
 namespace carapace::agent {
 

@@ -5,10 +5,10 @@
 
 #include <exception>
 
+#include "common/agent/errors.h"
+#include "common/agent/frame.h"
+#include "common/agent/wire.h"
 #include "guest/agent/ops.h"
-#include "guest/agent/protocol/errors.h"
-#include "guest/agent/protocol/frame.h"
-#include "guest/agent/protocol/wire.h"
 
 namespace carapace::agent {
 namespace {

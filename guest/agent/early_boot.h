@@ -9,7 +9,7 @@
 // The image must provide the empty directories /dev, /proc, /sys, /tmp and /overlay.
 #pragma once
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 
 namespace carapace::agent {
 

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/base/unique_fd.h"
 #include "guest/agent/spawn.h"
-#include "vmm/base/unique_fd.h"
 
 namespace carapace::agent {
 namespace {

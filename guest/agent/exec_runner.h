@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/base/result.h"
 #include "guest/agent/child_registry.h"
 #include "guest/agent/exec_table.h"
-#include "vmm/base/result.h"
 
 namespace carapace::agent {
 

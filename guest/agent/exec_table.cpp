@@ -2,8 +2,8 @@
 
 #include <signal.h>
 
-#include "guest/agent/protocol/errors.h"
-#include "guest/agent/protocol/wire.h"
+#include "common/agent/errors.h"
+#include "common/agent/wire.h"
 
 namespace carapace::agent {
 

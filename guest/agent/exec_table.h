@@ -9,7 +9,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 
 namespace carapace::agent {
 

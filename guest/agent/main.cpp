@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -120,7 +121,9 @@ int run(AgentOptions opts, bool pid1, const std::string& selftest) {
 }  // namespace
 }  // namespace carapace::agent
 
-int main(int argc, char** argv) {
+namespace {
+
+int agent_main(int argc, char** argv) {
   using namespace carapace::agent;
   const bool pid1 = ::getpid() == 1;
   // Before any thread exists: the reaper takes SIGCHLD with sigtimedwait (child_registry.h),
@@ -163,4 +166,20 @@ int main(int argc, char** argv) {
   // Orphans of exec'd processes come to the agent, whose reaper collects them, as under PID 1.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   return run(*opts, false, "");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Errors are values on every path; an exception that still escapes (std::bad_alloc, a
+  // library's throw) is one line and status 1, or, as PID 1, the VM's power-off: never
+  // std::terminate's core dump, which as PID 1 would panic the guest's kernel.
+  std::string what = "unknown exception";
+  try {
+    return agent_main(argc, argv);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  carapace::agent::fatal(::getpid() == 1, carapace::make_error("unexpected failure: " + what));
 }

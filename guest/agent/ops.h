@@ -1,4 +1,4 @@
-// The operations of the protocol (guest/agent/PROTOCOL.md), one handler each. A handler sends
+// The operations of the protocol (common/agent/PROTOCOL.md), one handler each. A handler sends
 // its reply frames through req.out and returns ok, or returns an error for the connection to
 // report (see protocol/errors.h for how an Error becomes a wire code).
 #pragma once

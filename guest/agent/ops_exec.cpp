@@ -2,11 +2,11 @@
 #include <fcntl.h>
 #include <signal.h>
 
+#include "common/agent/base64.h"
+#include "common/agent/errors.h"
+#include "common/agent/wire.h"
 #include "guest/agent/exec_runner.h"
 #include "guest/agent/ops.h"
-#include "guest/agent/protocol/base64.h"
-#include "guest/agent/protocol/errors.h"
-#include "guest/agent/protocol/wire.h"
 #include "guest/agent/spawn.h"
 
 namespace carapace::agent {

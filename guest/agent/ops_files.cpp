@@ -1,4 +1,4 @@
-// put_file, get_file, list, stat: every path goes through SandboxRoot (SECURITY-CHECKS 28).
+// put_file, get_file, list, stat: every path goes through SandboxRoot (docs/security.md #28).
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/agent/base64.h"
+#include "common/agent/errors.h"
+#include "common/agent/wire.h"
 #include "guest/agent/ops.h"
-#include "guest/agent/protocol/base64.h"
-#include "guest/agent/protocol/errors.h"
-#include "guest/agent/protocol/wire.h"
 
 namespace carapace::agent {
 namespace {

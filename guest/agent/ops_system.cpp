@@ -5,10 +5,10 @@
 
 #include <chrono>
 
+#include "common/agent/errors.h"
+#include "common/agent/wire.h"
 #include "guest/agent/console.h"
 #include "guest/agent/ops.h"
-#include "guest/agent/protocol/errors.h"
-#include "guest/agent/protocol/wire.h"
 #include "guest/agent/system_ops.h"
 
 namespace carapace::agent {

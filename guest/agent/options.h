@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "guest/agent/protocol/wire.h"
-#include "vmm/base/result.h"
+#include "common/agent/wire.h"
+#include "common/base/result.h"
 
 namespace carapace::agent {
 

@@ -1,9 +1,9 @@
 #include "guest/agent/request.h"
 
-#include "guest/agent/protocol/base64.h"
-#include "guest/agent/protocol/errors.h"
-#include "guest/agent/protocol/frame.h"
-#include "guest/agent/protocol/wire.h"
+#include "common/agent/base64.h"
+#include "common/agent/errors.h"
+#include "common/agent/frame.h"
+#include "common/agent/wire.h"
 
 namespace carapace::agent {
 namespace {

@@ -1,6 +1,6 @@
 // Typed access to the members of a request, and the Replier that sends a request's reply frames.
 // A missing or mistyped member is a bad_request error, which closes the connection
-// (SECURITY-CHECKS 33): the agent never guesses what a malformed request meant.
+// (docs/security.md #33): the agent never guesses what a malformed request meant.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 
 namespace carapace::agent {
 

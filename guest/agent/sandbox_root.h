@@ -1,5 +1,5 @@
 // SandboxRoot: the directory file operations and exec working directories are confined to
-// (/work in the guest, --root for host tests). SECURITY-CHECKS 28: every request path is
+// (/work in the guest, --root for host tests). docs/security.md #28: every request path is
 // resolved by the kernel beneath the root's descriptor with
 //   openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV),
 // so "..", symlinks (anywhere in the path), /proc magic links and mount crossings are refused at
@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "vmm/base/result.h"
-#include "vmm/base/unique_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 
 namespace carapace::agent {
 

@@ -4,9 +4,9 @@
 
 #include <thread>
 
+#include "common/agent/wire.h"
 #include "guest/agent/console.h"
 #include "guest/agent/exec_runner.h"
-#include "guest/agent/protocol/wire.h"
 #include "guest/agent/spawn.h"
 #include "guest/agent/system_ops.h"
 

@@ -11,8 +11,8 @@
 #include <system_error>
 #include <thread>
 
+#include "common/agent/wire.h"
 #include "guest/agent/connection.h"
-#include "guest/agent/protocol/wire.h"
 #include "guest/agent/request.h"
 
 namespace carapace::agent {

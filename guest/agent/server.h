@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "guest/agent/agent_context.h"
-#include "vmm/base/result.h"
-#include "vmm/base/unique_fd.h"
 
 namespace carapace::agent {
 

@@ -8,8 +8,8 @@
 
 #include <cstring>
 
-#include "guest/agent/protocol/errors.h"
-#include "guest/agent/protocol/wire.h"
+#include "common/agent/errors.h"
+#include "common/agent/wire.h"
 
 namespace carapace::agent {
 namespace {

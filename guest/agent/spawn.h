@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 
 namespace carapace::agent {
 

@@ -14,7 +14,7 @@
 #include <ctime>
 #include <vector>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 
 namespace carapace::agent {
 

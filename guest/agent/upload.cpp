@@ -7,8 +7,8 @@
 
 #include <cstdio>
 
-#include "guest/agent/protocol/errors.h"
-#include "guest/agent/protocol/wire.h"
+#include "common/agent/errors.h"
+#include "common/agent/wire.h"
 
 namespace carapace::agent {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <string_view>
 
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "guest/agent/sandbox_root.h"
-#include "vmm/base/result.h"
-#include "vmm/base/unique_fd.h"
 
 namespace carapace::agent {
 

@@ -1,4 +1,5 @@
 // `carapace agent` end to end, and the client over a hybrid vsock socket.
+#include "carapace/version.h"
 #include "tests/agent/agent_test_util.h"
 #include "tests/agent/fake_vsock_mux.h"
 #include "tests/integration/process_runner.h"
@@ -23,7 +24,7 @@ class AgentCliTest : public ::testing::Test {
 TEST_F(AgentCliTest, PingPrintsTheAgentVersion) {
   auto r = cli({"ping"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("agent 0.1.0 protocol 1", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.rfind("agent " CARAPACE_VERSION " protocol 1", 0), 0u) << r.out;
 }
 
 TEST_F(AgentCliTest, ExecPassesOutputAndExitStatusThrough) {

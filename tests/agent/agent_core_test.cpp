@@ -6,12 +6,12 @@
 
 #include <cerrno>
 
+#include "clients/agent/agent_command.h"
+#include "common/agent/base64.h"
+#include "common/agent/errors.h"
+#include "common/agent/frame.h"
 #include "guest/agent/options.h"
-#include "guest/agent/protocol/base64.h"
-#include "guest/agent/protocol/errors.h"
-#include "guest/agent/protocol/frame.h"
 #include "guest/agent/sandbox_root.h"
-#include "vmm/cli/agent_command.h"
 
 namespace carapace::agent {
 namespace {

@@ -1,4 +1,4 @@
-// SECURITY-CHECKS 33: agent frames that are malformed or oversized are refused. Each bad input
+// docs/security.md #33: agent frames that are malformed or oversized are refused. Each bad input
 // gets an error reply, its connection is closed, and the agent goes on serving new connections.
 #include <sys/socket.h>
 

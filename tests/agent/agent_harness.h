@@ -1,7 +1,7 @@
 // Starts a real carapace-agent (--listen unix:PATH --root DIR --token T) in a fresh temporary
 // directory and stops it at the end of the test. Layout of the directory:
 //   root/       the sandbox root handed to --root
-//   outside/    a sibling the agent must never reach; holds "secret" (SECURITY-CHECKS 28)
+//   outside/    a sibling the agent must never reach; holds "secret" (docs/security.md #28)
 //   agent.sock  the agent's socket, agent.log its console output
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "vmm/api/agent_client.h"
+#include "common/agent/agent_client.h"
 
 namespace carapace::testing {
 

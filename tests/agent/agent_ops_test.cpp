@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "carapace/version.h"
 #include "tests/agent/agent_test_util.h"
 
 namespace carapace::testing {
@@ -23,7 +24,7 @@ TEST_F(AgentOpsTest, PingReportsVersionAndNeedsNoToken) {
   ASSERT_TRUE(c.ok()) << c.error().describe();
   auto p = c->ping();  // no token set on this client
   ASSERT_TRUE(p.ok()) << p.error().describe();
-  EXPECT_EQ(p->version, "0.1.0");
+  EXPECT_EQ(p->version, CARAPACE_VERSION);
   EXPECT_EQ(p->protocol, 1);
   EXPECT_TRUE(p->token_set);
   EXPECT_EQ(code_of(c->stat(".")), "unauthorized");

@@ -1,4 +1,4 @@
-// SECURITY-CHECKS 28: paths from API callers with "..", symlinks, /proc, FIFOs or devices, or
+// docs/security.md #28: paths from API callers with "..", symlinks, /proc, FIFOs or devices, or
 // swapped after the check, are refused - and the file system outside the sandbox root is left
 // untouched.
 #include <fcntl.h>

@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "guest/agent/protocol/base64.h"
-#include "guest/agent/protocol/frame.h"
+#include "common/agent/agent_client.h"
+#include "common/agent/base64.h"
+#include "common/agent/frame.h"
 #include "tests/agent/agent_harness.h"
-#include "vmm/api/agent_client.h"
 
 namespace carapace::testing {
 

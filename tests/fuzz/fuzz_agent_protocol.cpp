@@ -1,4 +1,4 @@
-// Fuzzes both ends of the guest agent protocol (guest/agent/PROTOCOL.md): the agent reading
+// Fuzzes both ends of the guest agent protocol (common/agent/PROTOCOL.md): the agent reading
 // frames a host client (or anyone reaching its socket) sends, and the host's AgentClient reading
 // the replies of a guest, which is untrusted. Everything goes over local socket pairs and a Unix
 // socket in a temporary folder; nothing is ever executed or written.
@@ -33,14 +33,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/agent/agent_client.h"
+#include "common/agent/frame.h"
+#include "common/base/unique_fd.h"
 #include "guest/agent/agent_context.h"
 #include "guest/agent/connection.h"
 #include "guest/agent/ops.h"
-#include "guest/agent/protocol/frame.h"
+#include "jailer/jail_fs.h"
 #include "tests/fuzz/fuzz_memory.h"
-#include "vmm/api/agent_client.h"
-#include "vmm/base/unique_fd.h"
-#include "vmm/jail/jail_fs.h"
 
 using namespace carapace;
 using carapace::fuzz::Input;

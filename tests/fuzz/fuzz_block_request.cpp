@@ -4,7 +4,7 @@
 // io_uring), the same read-only (synchronous or io_uring), or a copy-on-write overlay. After
 // each input the device is reset and the files are checked: the read-only image and the
 // overlay's base are unchanged, and no image grew or changed past its capacity (no host I/O out
-// of bounds; SECURITY-CHECKS 14). ASan/UBSan catch any access outside guest RAM.
+// of bounds; docs/security.md #14). ASan/UBSan catch any access outside guest RAM.
 //
 // Input: [device:1][size_log2:1][rounds:1][bump:1] then memory bytes (region 0, then region 1).
 //   device % 5: 0 rw sync, 1 rw io_uring, 2 ro sync, 3 ro io_uring, 4 overlay; bit 7: EVENT_IDX.

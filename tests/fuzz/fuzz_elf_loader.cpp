@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/base/unique_fd.h"
 #include "tests/fuzz/fuzz_memory.h"
-#include "vmm/base/unique_fd.h"
 #include "vmm/boot/elf_loader.h"
 #include "vmm/boot/initrd.h"
 

@@ -1,4 +1,4 @@
-// Fuzzes what an API client controls in the HTTP/1.1 layer (vmm/api/http): request heads, the
+// Fuzzes what an API client controls in the HTTP/1.1 layer (common/http): request heads, the
 // framing and host checks, query strings and routing, the chunked body decoder; and what a
 // daemon controls for the client side: response heads and their framing.
 //
@@ -21,13 +21,13 @@
 #include <string_view>
 #include <vector>
 
+#include "common/http/auth.h"
+#include "common/http/chunked.h"
+#include "common/http/message_parser.h"
+#include "common/http/query.h"
+#include "common/http/response_writer.h"
+#include "common/http/router.h"
 #include "tests/fuzz/fuzz_memory.h"
-#include "vmm/api/http/auth.h"
-#include "vmm/api/http/chunked.h"
-#include "vmm/api/http/message_parser.h"
-#include "vmm/api/http/query.h"
-#include "vmm/api/http/response_writer.h"
-#include "vmm/api/http/router.h"
 
 using namespace carapace;
 using namespace carapace::http;

@@ -1,7 +1,7 @@
 // Fuzzes the client side of the sandbox API: the MCP JSON-RPC server of `carapace mcp`
-// (vmm/api/mcp), whose every stdin line comes from a model's agent loop, over a fake sandbox
+// (clients/mcp), whose every stdin line comes from a model's agent loop, over a fake sandbox
 // whose answers (command output, file contents, documents) are fuzzer bytes too; and the
-// parsers of the daemon's answers in vmm/api/sandbox (SSE stream, exec result, error bodies).
+// parsers of the daemon's answers in clients/cpp (SSE stream, exec result, error bodies).
 //
 // Input: [mode:1] then
 //   mode % 3 == 0 (MCP): [fail:1][len:2] + len bytes the fake sandbox hands back, then the
@@ -20,10 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "clients/cpp/daemon_client.h"
+#include "clients/cpp/sse_parser.h"
+#include "clients/mcp/mcp_server.h"
 #include "tests/fuzz/fuzz_memory.h"
-#include "vmm/api/mcp/mcp_server.h"
-#include "vmm/api/sandbox/daemon_client.h"
-#include "vmm/api/sandbox/sse_parser.h"
 
 using namespace carapace;
 using carapace::fuzz::Input;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 #include "vmm/memory/guest_memory.h"
 
 namespace carapace::fuzz {

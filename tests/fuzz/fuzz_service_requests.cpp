@@ -1,4 +1,4 @@
-// Fuzzes the JSON request bodies and query strings of the daemon's routes (vmm/service, the
+// Fuzzes the JSON request bodies and query strings of the daemon's routes (daemon, the
 // api_*.cpp handlers and the SandboxService calls behind them) and the daemon's configuration
 // parser. The service runs for real, in-process, over a fake back end whose instances are plain
 // objects: no process is spawned, and an instance's agent socket does not exist, so the agent
@@ -28,14 +28,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/http/response_writer.h"
+#include "common/http/router.h"
+#include "daemon/api/api_common.h"
+#include "daemon/core/daemon_config.h"
+#include "daemon/core/json_log.h"
+#include "daemon/core/sandbox_service.h"
+#include "jailer/jail_fs.h"
 #include "tests/fuzz/fuzz_memory.h"
-#include "vmm/api/http/response_writer.h"
-#include "vmm/api/http/router.h"
-#include "vmm/jail/jail_fs.h"
-#include "vmm/service/api_common.h"
-#include "vmm/service/daemon_config.h"
-#include "vmm/service/json_log.h"
-#include "vmm/service/sandbox_service.h"
 
 using namespace carapace;
 using namespace carapace::service;

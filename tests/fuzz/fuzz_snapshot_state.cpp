@@ -15,10 +15,10 @@
 #include <tuple>
 #include <vector>
 
+#include "common/base/log.h"
 #include "snapshot/cpu_compat.h"
 #include "snapshot/machine_state_codec.h"
 #include "snapshot/state_file.h"
-#include "vmm/base/log.h"
 
 using namespace carapace;
 

@@ -1,6 +1,6 @@
 // The test guest's agent-ping scenario under `carapace run`, driven with `carapace agent` through
 // the VMM's hybrid vsock socket: the same wire the real guest agent speaks
-// (guest/agent/PROTOCOL.md).
+// (common/agent/PROTOCOL.md).
 #include <gtest/gtest.h>
 
 #include "tests/integration/process_runner.h"

@@ -1,4 +1,4 @@
-// `carapace fork` over real KVM (issue 4 §3, §5): a counter guest running under
+// `carapace fork` over real KVM (§5): a counter guest running under
 // `carapace run --api-sock` is forked mid-run into two children inside the same VMM process; the
 // parent and both children finish with the same value, each on its own console, and the VMM
 // exits once all three have ended. A VM with a writable drive cannot be forked.

@@ -1,4 +1,4 @@
-// The jailer (issue 7 §1, §4; SECURITY-CHECKS 30, 32): `carapace jail ... -- run ...` boots the
+// The jailer (docs/security.md #30, #32): `carapace jail ... -- run ...` boots the
 // test guest as an unprivileged user with no capabilities, in its own namespaces and a minimal
 // root, under rlimits and cgroup limits; the jail folder and cgroups go away however the VMM ends.
 // These tests need root (namespaces, cgroups, mknod); as another user they fail, never skip.
@@ -144,8 +144,8 @@ TEST_F(JailKvm, JailedBootInfoPassesAndLeavesNothing) {
   expect_cleaned_up("boot-info-1");
 }
 
-// SECURITY-CHECKS 32: uid, capabilities, no_new_privs, namespaces, root contents, rlimits,
-// cgroup limits of a live jailed VMM; SECURITY-CHECKS 30: SIGKILL of it leaves nothing behind.
+// docs/security.md #32: uid, capabilities, no_new_privs, namespaces, root contents, rlimits,
+// cgroup limits of a live jailed VMM; docs/security.md #30: SIGKILL of it leaves nothing behind.
 TEST_F(JailKvm, LiveJailedVmmIsConfinedAndSigkillCleansUp) {
   ASSERT_TRUE(jail_prerequisites());
   const std::string id = "live-1";
@@ -248,7 +248,7 @@ TEST_F(JailKvm, LiveJailedVmmIsConfinedAndSigkillCleansUp) {
   expect_cleaned_up(id);
 }
 
-// SECURITY-CHECKS 32: `--proc pids` gives the jail a /proc of its own PID namespace with the
+// docs/security.md #32: `--proc pids` gives the jail a /proc of its own PID namespace with the
 // process directories only (what sparse snapshots read: /proc/self/pagemap), none of the host's
 // processes and no system-wide files such as /proc/sys or /proc/kcore.
 TEST_F(JailKvm, ProcPidsShowsOnlyTheJailsOwnProcesses) {
@@ -279,7 +279,7 @@ TEST_F(JailKvm, ProcPidsShowsOnlyTheJailsOwnProcesses) {
   expect_cleaned_up(id);
 }
 
-// SECURITY-CHECKS 30: a VM past its memory limit dies alone; the supervisor says why and
+// docs/security.md #30: a VM past its memory limit dies alone; the supervisor says why and
 // cleans up; a neighbouring jailed VM keeps running.
 TEST_F(JailKvm, MemoryLimitKillsOnlyThatVm) {
   ASSERT_TRUE(jail_prerequisites());

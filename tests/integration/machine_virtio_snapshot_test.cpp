@@ -3,7 +3,7 @@
 // are captured, and a clone restored from them (RAM mapped MAP_PRIVATE from a memfd, its own
 // vsock socket) must accept a host connection and echo through the restored queues. An rng
 // device the guest never drives travels too (a blob for an untouched transport). A clone whose
-// devices do not match the snapshot is refused before it runs (SECURITY-CHECKS 22).
+// devices do not match the snapshot is refused before it runs (docs/security.md #22).
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -15,9 +15,9 @@
 #include <sstream>
 #include <thread>
 
+#include "common/base/unique_fd.h"
 #include "snapshot/memory_image.h"
 #include "tests/integration/testguest_harness.h"
-#include "vmm/base/unique_fd.h"
 #include "vmm/machine/machine.h"
 
 namespace carapace::testing {
@@ -128,9 +128,9 @@ TEST(MachineVirtioSnapshotKvm, RestoredVsockGuestAcceptsAndEchoes) {
   for (int i = 0; i < 2; ++i) {
     SCOPED_TRACE("clone " + std::to_string(i));
     const std::string name = "clone" + std::to_string(i);
-    // Each clone has its own CID and socket (issue 4 §3). The guest learns the CID from the
+    // Each clone has its own CID and socket. The guest learns the CID from the
     // TRANSPORT_RESET the restored device sends (it re-reads the config, as Linux does); a
-    // packet with the parent's CID would be refused as spoofed (SECURITY-CHECKS 17).
+    // packet with the parent's CID would be refused as spoofed (docs/security.md #17).
     const uint32_t cid = 10 + static_cast<uint32_t>(i);
     auto clone = Machine::restore(vsock_config(dir, name, cid), cap.state, map_private(cap.ram));
     ASSERT_TRUE(clone.ok()) << clone.error().describe();
@@ -168,7 +168,7 @@ TEST(MachineVirtioSnapshotKvm, SecurityCheck22_CloneWithOtherDevicesIsRefusedBef
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.error().kind, ErrorKind::kInvalidInput) << a.error().describe();
 
-  // The device types swapped between slots (SECURITY-CHECKS 22).
+  // The device types swapped between slots (docs/security.md #22).
   MachineState swapped = cap.state;
   std::swap(swapped.virtio[0].bytes, swapped.virtio[1].bytes);
   auto b = Machine::restore(vsock_config(dir, "swapped"), swapped, map_private(cap.ram));

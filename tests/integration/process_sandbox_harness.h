@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/agent/agent_client.h"
 #include "tests/integration/process_runner.h"
-#include "vmm/api/agent_client.h"
 
 namespace carapace::testing {
 

@@ -1,9 +1,9 @@
-// The process isolation back end (issue 7 §3): `carapace run --isolation process` runs the real
+// The process isolation back end: `carapace run --isolation process` runs the real
 // guest agent from build/guest/rootfs.ext4 in a jail on the host kernel. The agent makes all four
 // documents; the workload sees no host file, no host process and no network, cannot ptrace or
 // mount, is OOM-killed at its memory limit while the agent and host live on; path checks hold
-// (SECURITY-CHECKS 28); and however the sandbox ends, its jail folder, cgroups and socket go
-// (SECURITY-CHECKS 30). Needs root and the image (the `rootfs` fixture); fails, never skips.
+// (docs/security.md #28); and however the sandbox ends, its jail folder, cgroups and socket go
+// (docs/security.md #30). Needs root and the image (the `rootfs` fixture); fails, never skips.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -17,10 +17,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "jailer/cgroup.h"
+#include "jailer/supervisor.h"
 #include "tests/integration/host_leak_scan.h"
 #include "tests/integration/process_sandbox_harness.h"
-#include "vmm/jail/cgroup.h"
-#include "vmm/jail/supervisor.h"
 
 namespace carapace::testing {
 namespace {
@@ -182,7 +182,7 @@ TEST_F(ProcessSandboxTest, PtraceMountAndNamespacesFailWithEperm) {
   EXPECT_NE(out.find("\n2\n"), std::string::npos) << "not under a seccomp filter: " << out;
 }
 
-// SECURITY-CHECKS 30: at the memory-cgroup limit only the workload dies; out of fds only the
+// docs/security.md #30: at the memory-cgroup limit only the workload dies; out of fds only the
 // workload fails; the agent answers on, the host is untouched.
 TEST_F(ProcessSandboxTest, MemoryLimitKillsOnlyTheWorkloadSecurityChecks30) {
   ProcessSandbox sb({"--mem-limit", "64"});
@@ -208,8 +208,8 @@ TEST_F(ProcessSandboxTest, MemoryLimitKillsOnlyTheWorkloadSecurityChecks30) {
   EXPECT_EQ(sb.leftovers(), "");
 }
 
-// SECURITY-CHECKS 30: the agent SIGKILLed (or OOM-killed) ends the sandbox; the supervisor removes
-// the jail folder, cgroups and socket link.
+// docs/security.md #30: the agent SIGKILLed (or OOM-killed) ends the sandbox; the supervisor
+// removes the jail folder, cgroups and socket link.
 TEST_F(ProcessSandboxTest, AgentKilledLeavesNothingSecurityChecks30) {
   ProcessSandbox sb;
   START_SANDBOX(sb);
@@ -234,7 +234,7 @@ TEST_F(ProcessSandboxTest, AgentKilledLeavesNothingSecurityChecks30) {
   EXPECT_EQ(sb.leftovers(), "");
 }
 
-// SECURITY-CHECKS 30: a SIGKILLed supervisor takes its sandbox with it (parent-death signal); the
+// docs/security.md #30: a SIGKILLed supervisor takes its sandbox with it (parent-death signal); the
 // leftovers (folder, empty cgroups) are removed by the next start with the same id.
 TEST_F(ProcessSandboxTest, SupervisorKilledLeftoversAreRemovedSecurityChecks30) {
   std::string id = "pt-" + std::to_string(getpid()) + "-killed";
@@ -309,7 +309,7 @@ TEST_F(ProcessSandboxTest, LeftoversGoWhileAJailProcessStillHoldsTheLockSecurity
   EXPECT_FALSE(remove_stale_cgroups("").ok());
 }
 
-// SECURITY-CHECKS 28: paths from the host through the agent: `..`, symlinks, /proc, FIFOs.
+// docs/security.md #28: paths from the host through the agent: `..`, symlinks, /proc, FIFOs.
 TEST_F(ProcessSandboxTest, PathChecksHoldSecurityChecks28) {
   ProcessSandbox sb;
   START_SANDBOX(sb);

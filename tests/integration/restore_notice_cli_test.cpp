@@ -1,4 +1,4 @@
-// `carapace restore --agent-token` over real KVM (issue 4 §3, SECURITY-CHECKS 25): the test guest's
+// `carapace restore --agent-token` over real KVM (docs/security.md #25): the test guest's
 // agent-ping scenario is snapshotted through the control API while it waits on vsock port 52;
 // three clones restored from it each get their own CID and socket, a restore notice with their
 // own new token (written to the token files), and then answer only that token.
@@ -8,9 +8,9 @@
 
 #include <set>
 
+#include "common/http/http_client.h"
 #include "tests/integration/counter_support.h"
 #include "tests/integration/process_runner.h"
-#include "vmm/api/http/http_client.h"
 
 namespace carapace::testing {
 namespace {

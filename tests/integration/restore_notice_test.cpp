@@ -1,4 +1,4 @@
-// The restore notice over real KVM (issue 4 §3, SECURITY-CHECKS 25): a test guest listening on the
+// The restore notice over real KVM (docs/security.md #25): a test guest listening on the
 // agent's vsock port is frozen; each clone gets its own vsock CID and socket, a TRANSPORT_RESET,
 // and from the VMM a post_restore with the clock, fresh entropy and its own token.
 #include <gtest/gtest.h>

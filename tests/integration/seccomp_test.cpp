@@ -1,4 +1,4 @@
-// Per-thread seccomp filters of `carapace run` (issue 7 §2, SECURITY-CHECKS 32): every thread of a
+// Per-thread seccomp filters of `carapace run` (docs/security.md #32): every thread of a
 // running VMM is filtered, and each thread role's filter kills the process on a syscall it does not
 // list (the CARAPACE_SECCOMP_PROBE hook makes the first thread of a role try one).
 #include <gtest/gtest.h>

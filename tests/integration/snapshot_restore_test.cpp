@@ -1,10 +1,10 @@
-// Snapshot and restore through the real `carapace` binary over KVM (issue 4 §6): the counter
+// Snapshot and restore through the real `carapace` binary over KVM: the counter
 // scenario runs under `carapace run --api-sock`, is paused and snapshotted through the control
 // API mid-run, then `carapace restore --clones 20` runs 20 clones concurrently. Every clone must
 // finish with the value of the uninterrupted run, see only its own writes afterwards and carry
-// its own vsock CID (SECURITY-CHECKS 25). Corrupt snapshots (SECURITY-CHECKS 19-21) must be
+// its own vsock CID (docs/security.md #25). Corrupt snapshots (docs/security.md #19-#21) must be
 // refused with exit status 2, one line on stderr, and no VM. API calls in the wrong state get 409
-// (SECURITY-CHECKS 27); a snapshot that cannot be written leaves the VM running (24).
+// (docs/security.md #27); a snapshot that cannot be written leaves the VM running (24).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -15,10 +15,10 @@
 #include <regex>
 #include <sstream>
 
+#include "common/http/http_client.h"
 #include "snapshot/snapshot_dir.h"
 #include "snapshot/state_file.h"
 #include "tests/integration/testguest_harness.h"
-#include "vmm/api/http/http_client.h"
 
 namespace carapace::testing {
 namespace {
@@ -109,7 +109,7 @@ std::string SnapshotRestoreKvm::take_snapshot() {
     parent_log_ = "the counter never reached round 3:\n" + parent.out() + parent.err();
     return "";
   }
-  // SECURITY-CHECKS 27: resume while running is a conflict and changes nothing.
+  // docs/security.md #27: resume while running is a conflict and changes nothing.
   auto [st, body] = api.call("PUT", "/vm/resume");
   EXPECT_EQ(st, 409) << body;
   std::tie(st, body) = api.call("PUT", "/vm/pause");
@@ -121,7 +121,7 @@ std::string SnapshotRestoreKvm::take_snapshot() {
   EXPECT_NE(body.find("\"paused\""), std::string::npos) << body;
   std::tie(st, body) = api.call("PUT", "/snapshot/create", "{\"dir\": \"" + snap_ + "\"}");
   EXPECT_EQ(st, 200) << body;
-  // SECURITY-CHECKS 24: a snapshot that cannot be written is an error; the VM goes on.
+  // docs/security.md #24: a snapshot that cannot be written is an error; the VM goes on.
   spit(dir_ + "/not-a-dir", "x");
   std::tie(st, body) =
       api.call("PUT", "/snapshot/create", "{\"dir\": \"" + dir_ + "/not-a-dir/snap\"}");
@@ -137,7 +137,7 @@ std::string SnapshotRestoreKvm::take_snapshot() {
   return final_value(r.out);
 }
 
-// Issue 4 §6 and SECURITY-CHECKS 25.
+// Issue 4 §6 and docs/security.md #25.
 TEST_F(SnapshotRestoreKvm, TwentyClonesFinishWithTheUninterruptedValueAndStayIsolated) {
   ASSERT_TRUE(kvm_usable());
   const std::string expected = parent_final();
@@ -214,7 +214,7 @@ std::string with_checksum(std::string s) {
   return s;
 }
 
-// SECURITY-CHECKS 19, 20, 21: each corruption is exit 2, one line on stderr, and no VM (the
+// docs/security.md #19, #20, #21: each corruption is exit 2, one line on stderr, and no VM (the
 // console file is never created).
 TEST_F(SnapshotRestoreKvm, CorruptSnapshotsAreRefusedBeforeAnyVmExists) {
   ASSERT_TRUE(kvm_usable());

@@ -173,7 +173,7 @@ TEST(VirtioNetKvm, EgressPolicyDropsDeniedFrames) {
   }
 }
 
-// SECURITY-CHECKS 16: the host floods the guest while its receive ring is full; once the guest
+// docs/security.md #16: the host floods the guest while its receive ring is full; once the guest
 // drains, RX resumes and every frame arrives in order: a connected Unix datagram sender blocks
 // while the VMM does not read, so a device that stops reading when the ring is full loses nothing.
 TEST(VirtioNetKvm, FloodWhileRingFullResumes) {

@@ -1,4 +1,4 @@
-// Fork and the VM pool over real KVM (issue 4 §3, §4), in process: clones are restored from a
+// Fork and the VM pool over real KVM (§4), in process: clones are restored from a
 // paused test guest and must finish its computation with the value the parent gets.
 #include <gtest/gtest.h>
 

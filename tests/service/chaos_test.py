@@ -9,11 +9,11 @@ template over the real rootfs and a microvm template of the test guest. While 8 
 create -> exec (process) or status (microvm) -> destroy, a chaos thread, for
 CARAPACE_CHAOS_SECONDS (default 60):
   - kill -9 a random process of a live sandbox: a VMM, a jail supervisor, a process sandbox's
-    supervisor, init or agent (SECURITY-CHECKS 30, 31);
+    supervisor, init or agent (docs/security.md #30, #31);
   - stops a VMM with SIGSTOP (a stalled guest: requests to it must still get an answer, an error
     within the daemon's timeouts; health checks every second take such a sandbox down);
   - fills the state dir's file system to the last block for a few seconds (only requests that need
-    room may fail, with a clean error; SECURITY-CHECKS 30), then frees it;
+    room may fail, with a clean error; docs/security.md #30), then frees it;
   - once, kill -9 the daemon itself, and starts it again on the same state dir: it cleans up
     what the dead one left and reloads the templates.
 Every answer must be a success or an error with one of docs/api.md's codes; a client may see a

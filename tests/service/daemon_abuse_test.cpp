@@ -1,4 +1,4 @@
-// SECURITY-CHECKS 26 (API abuse gets a 4xx and the server survives) and 27 (calls in the wrong
+// docs/security.md #26 (API abuse gets a 4xx and the server survives) and 27 (calls in the wrong
 // state get a 4xx and change nothing) against the daemon.
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/base/unique_fd.h"
 #include "tests/service/daemon_harness.h"
-#include "vmm/base/unique_fd.h"
 
 namespace carapace::testing {
 namespace {
@@ -144,7 +144,7 @@ TEST_F(DaemonTest, SecurityChecks26TooManyConnectionsGet503) {
   EXPECT_EQ(status, 200);
 }
 
-// SECURITY-CHECKS 27: wrong-state calls are 409 and leave the state as it was.
+// docs/security.md #27: wrong-state calls are 409 and leave the state as it was.
 TEST_F(DaemonTest, SecurityChecks27WrongStateIs409AndChangesNothing) {
   start_daemon(R"({"health_interval_s": 0})");
   std::string tpl = make_template(0);

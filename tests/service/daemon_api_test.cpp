@@ -11,9 +11,10 @@
 #include <sstream>
 #include <thread>
 
-#include "guest/agent/protocol/base64.h"
+#include "carapace/version.h"
+#include "common/agent/base64.h"
+#include "common/http/query.h"
 #include "tests/service/daemon_harness.h"
-#include "vmm/api/http/query.h"
 
 namespace carapace::testing {
 namespace {
@@ -28,7 +29,7 @@ TEST_F(DaemonTest, HealthSaysWhichIsolations) {
   EXPECT_EQ(j["default_isolation"], "microvm");
   EXPECT_EQ(j["isolation"], json::array({"microvm", "process"}));
   EXPECT_EQ(j["sandboxes"], 0);
-  EXPECT_EQ(j["version"], "0.1.0");
+  EXPECT_EQ(j["version"], CARAPACE_VERSION);
 }
 
 TEST_F(DaemonTest, TemplatesCreateListGetDelete) {
@@ -431,7 +432,7 @@ TEST_F(DaemonTest, JsonLogLinesForRequestsAndLifecycle) {
   EXPECT_TRUE(request && created && destroyed && built);
 }
 
-// SECURITY-CHECKS 31: a guest whose agent falls silent is detected by the health checker, its
+// docs/security.md #31: a guest whose agent falls silent is detected by the health checker, its
 // sandbox destroyed and counted as failed{reason="unresponsive"}.
 TEST_F(DaemonTest, SecurityChecks31HungAgentIsDestroyed) {
   start_daemon(R"({"health_interval_s": 0.2, "health_timeout_s": 0.5})");

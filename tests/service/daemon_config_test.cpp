@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "vmm/service/daemon_config.h"
-#include "vmm/service/service_metrics.h"
+#include "daemon/core/daemon_config.h"
+#include "daemon/core/service_metrics.h"
 
 namespace carapace::service {
 namespace {

@@ -8,10 +8,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "vmm/api/http/error_code.h"
-#include "vmm/jail/jail_fs.h"
-#include "vmm/service/json_log.h"
-#include "vmm/service/state_store.h"
+#include "common/http/error_code.h"
+#include "daemon/core/json_log.h"
+#include "daemon/core/state_store.h"
+#include "jailer/jail_fs.h"
 
 namespace carapace::testing {
 

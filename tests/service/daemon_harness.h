@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/http/http_client.h"
+#include "daemon/api/daemon.h"
 #include "tests/service/fake_backend.h"
-#include "vmm/api/http/http_client.h"
-#include "vmm/service/daemon.h"
 
 namespace carapace::testing {
 
@@ -45,7 +45,7 @@ class DaemonTest : public ::testing::Test {
 };
 
 // An error answer's body is {"error": {"code", "message"}} with a code of the one vocabulary
-// (vmm/api/http/error_code.h) whose status is the answer's status.
+// (common/http/error_code.h) whose status is the answer's status.
 void expect_error_body(const http::HttpResponse& r);
 
 std::string read_text_file(const std::string& path);

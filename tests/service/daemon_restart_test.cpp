@@ -11,8 +11,8 @@
 #include <fstream>
 #include <thread>
 
+#include "daemon/core/state_store.h"
 #include "tests/service/daemon_harness.h"
-#include "vmm/service/state_store.h"
 
 namespace carapace::testing {
 namespace {

@@ -15,8 +15,8 @@
 #include <sstream>
 #include <thread>
 
-#include "vmm/jail/jail_fs.h"
-#include "vmm/service/state_store.h"
+#include "daemon/core/state_store.h"
+#include "jailer/jail_fs.h"
 
 namespace carapace::testing {
 

@@ -1,7 +1,7 @@
 // A fake isolation back end for the daemon's tests: each instance is a real host agent
 // (carapace-agent-host --listen unix:PATH --root DIR --token HEX), so exec, files and documents go
 // through the real protocol, while "isolation" is just a process. Pause/resume are SIGSTOP and
-// SIGCONT (a stopped agent is also how tests make one hang, SECURITY-CHECKS 31).
+// SIGCONT (a stopped agent is also how tests make one hang, docs/security.md #31).
 //
 // Instance folders are <ctx.dir>/inst-<n>/ (root/, agent.sock, agent.log); describe() lists the
 // folder under "files" so the daemon's crash recovery can remove it.
@@ -10,7 +10,7 @@
 #include <atomic>
 #include <string>
 
-#include "vmm/service/sandbox_service.h"
+#include "daemon/core/sandbox_service.h"
 
 namespace carapace::testing {
 

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include "daemon/api/daemon.h"
 #include "tests/service/fake_backend.h"
-#include "vmm/service/daemon.h"
 
 int main(int argc, char** argv) {
   using namespace carapace;

@@ -1,5 +1,5 @@
 // The microvm back end's pure parts: the command lines it spawns, per-VM paths, CIDs, tokens.
-#include "vmm/service/microvm_args.h"
+#include "daemon/backends/microvm_args.h"
 
 #include <gtest/gtest.h>
 
@@ -82,7 +82,7 @@ TEST(MicrovmArgs, MemoryLimitHoldsASnapshotWrittenToMemory) {
   EXPECT_FALSE(on_memory_filesystem("/nonexistent/folder"));
 }
 
-// SECURITY-CHECKS 32: the jail a daemon-made VMM runs in: its own uid, a new network namespace,
+// docs/security.md #32: the jail a daemon-made VMM runs in: its own uid, a new network namespace,
 // /proc of its own processes, limits sized from the template, read-only binds for what it reads
 // and its folder as the only writable one.
 TEST(MicrovmArgs, JailedCommandLineWrapsTheVmm) {

@@ -1,4 +1,4 @@
-// The microvm back end (vmm/service/microvm_*.cpp) over real KVM: templates are built from the
+// The microvm back end (daemon/microvm_*.cpp) over real KVM: templates are built from the
 // test guest's agent-ping scenario (a stand-in for the guest agent on vsock port 52), and each
 // sandbox is a `carapace restore` process of its own.
 #include <dirent.h>
@@ -15,13 +15,13 @@
 #include <string>
 #include <thread>
 
+#include "common/agent/agent_client.h"
+#include "common/http/http_client.h"
+#include "daemon/backends/backend.h"
+#include "daemon/backends/microvm/microvm_instance.h"
+#include "daemon/backends/microvm_process.h"
 #include "tests/integration/process_runner.h"
 #include "tests/service/microvm_test_util.h"
-#include "vmm/api/agent_client.h"
-#include "vmm/api/http/http_client.h"
-#include "vmm/service/backend.h"
-#include "vmm/service/microvm_instance.h"
-#include "vmm/service/microvm_process.h"
 
 namespace carapace::service {
 namespace {
@@ -185,7 +185,7 @@ TEST_P(MicrovmBackendTest, AcquireMissWithoutPoolAndFreshTokenPerInstance) {
   EXPECT_EQ((*t)->pool_stats().misses, 2u);
   expect_agent_answers(**a);
   expect_agent_answers(**b);
-  // SECURITY-CHECKS 25: every instance has its own token, CID and sockets.
+  // docs/security.md #25: every instance has its own token, CID and sockets.
   EXPECT_NE((*a)->agent().token, (*b)->agent().token);
   EXPECT_NE((*a)->describe()["cid"], (*b)->describe()["cid"]);
   EXPECT_NE((*a)->agent().path, (*b)->agent().path);
@@ -241,7 +241,7 @@ TEST_P(MicrovmBackendTest, PooledVmsAreParked) {
   EXPECT_LT(cpu_ticks(pid) - before, 5u) << "a pooled VM used CPU while parked";
 }
 
-// SECURITY-CHECKS 31: a pooled VM killed behind the back end's back is detected at acquire and
+// docs/security.md #31: a pooled VM killed behind the back end's back is detected at acquire and
 // replaced; the sandbox handed out is alive and its agent answers.
 TEST_P(MicrovmBackendTest, DeadPooledVmIsReplacedAtAcquire) {
   auto t = create_microvm_backend(spec(1), ctx());
@@ -259,7 +259,7 @@ TEST_P(MicrovmBackendTest, DeadPooledVmIsReplacedAtAcquire) {
   expect_agent_answers(**a);
 }
 
-// SECURITY-CHECKS 31: a pooled VM that is alive but wedged (its VMM stopped: neither the control
+// docs/security.md #31: a pooled VM that is alive but wedged (its VMM stopped: neither the control
 // API nor the agent answers) is not handed out; it is killed and the sandbox comes from a fresh
 // restore, within a few seconds.
 TEST_P(MicrovmBackendTest, WedgedPooledVmIsKilledAndReplaced) {
@@ -370,7 +370,7 @@ TEST_P(MicrovmBackendTest, DestroyCleansEverything) {
   EXPECT_TRUE(entries(dir_ + "/forks").empty());
 }
 
-// SECURITY-CHECKS 31: a guest whose agent never answers fails the build within its timeout, with
+// docs/security.md #31: a guest whose agent never answers fails the build within its timeout, with
 // a one-line error naming the step, and leaves nothing running or behind.
 TEST_P(MicrovmBackendTest, SilentAgentFailsCleanlyWithinTimeout) {
   TemplateSpec s = spec(2, "idle");
@@ -425,7 +425,7 @@ TEST_P(MicrovmBackendTest, BadSpecsAreRefused) {
   EXPECT_FALSE(create_microvm_backend(s, ctx()).ok());
 }
 
-// SECURITY-CHECKS 29: a guest flooding its serial port writes at most the file console's cap;
+// docs/security.md #29: a guest flooding its serial port writes at most the file console's cap;
 // the rest is dropped and counted (carapace run --console file:PATH,max=BYTES).
 TEST_F(MicrovmVmmTest, SerialFloodIsBoundedByTheConsoleCap) {
   const std::string console = dir_ + "/flood.console";
@@ -442,7 +442,7 @@ TEST_F(MicrovmVmmTest, SerialFloodIsBoundedByTheConsoleCap) {
   EXPECT_NE(r.err.find("bytes dropped"), std::string::npos) << r.err;
 }
 
-// SECURITY-CHECKS 31: a guest panic (pvpanic port 0x505) ends the VMM with its own status, 6,
+// docs/security.md #31: a guest panic (pvpanic port 0x505) ends the VMM with its own status, 6,
 // and the back end's process wrapper names it.
 TEST_F(MicrovmVmmTest, GuestPanicHasItsOwnExitStatus) {
   const std::string log = dir_ + "/panic.log";

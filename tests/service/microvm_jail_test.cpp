@@ -1,15 +1,15 @@
 // The microvm back end with each VMM inside `carapace jail` (the daemon's default as root): what a
-// daemon-made VMM can see and do (SECURITY-CHECKS 32), that its jail goes with it (30), and that
+// daemon-made VMM can see and do (docs/security.md #32), that its jail goes with it (30), and that
 // the daemon never follows a link the VMM plants in its folder (28).
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <gtest/gtest.h>
 
+#include "common/base/unique_fd.h"
+#include "daemon/backends/microvm/microvm_instance.h"
 #include "tests/integration/proc_status.h"
 #include "tests/service/microvm_test_util.h"
-#include "vmm/base/unique_fd.h"
-#include "vmm/service/microvm_instance.h"
 
 namespace carapace::service {
 namespace {
@@ -46,7 +46,7 @@ std::string cgroup_value(const std::string& id, const char* v1_controller, const
   return "(none)";
 }
 
-// SECURITY-CHECKS 32: a VMM the daemon starts for a sandbox (from the pool, and a fork child)
+// docs/security.md #32: a VMM the daemon starts for a sandbox (from the pool, and a fork child)
 // runs as a uid of its own with no capabilities, under seccomp, in its own namespaces, with a
 // root holding only its files and cgroup limits sized from the template.
 TEST_F(MicrovmJailTest, DaemonMadeVmmsAreJailed) {
@@ -128,7 +128,7 @@ TEST_F(MicrovmJailTest, DaemonMadeVmmsAreJailed) {
   EXPECT_EQ(uids.size(), 2u) << "two VMs share a uid";
   EXPECT_EQ(jail_ids.size(), 2u);
 
-  // SECURITY-CHECKS 30: destroying the sandboxes removes their jails and cgroups.
+  // docs/security.md #30: destroying the sandboxes removes their jails and cgroups.
   std::vector<int> supervisors{(*a)->pid(), (*kids)[0]->pid()};
   a->reset();
   kids->clear();
@@ -145,7 +145,7 @@ TEST_F(MicrovmJailTest, DaemonMadeVmmsAreJailed) {
   EXPECT_EQ(left, std::set<std::string>{"snapshot"});
 }
 
-// SECURITY-CHECKS 28: a compromised VMM owns its folder and could swap its API or vsock socket
+// docs/security.md #28: a compromised VMM owns its folder and could swap its API or vsock socket
 // for a link to some host socket; the daemon refuses the link instead of connecting through it.
 TEST_F(MicrovmJailTest, ALinkPlantedForASocketIsNotFollowed) {
   auto t = create_microvm_backend(spec(0), ctx());
@@ -213,7 +213,7 @@ TEST_F(MicrovmJailTest, StateFolderUnderTheJailsOwnTreesIsRefused) {
   EXPECT_FALSE(exists("/run/carapace-test-state"));
 }
 
-// SECURITY-CHECKS 30: a jailed VMM that dies (SIGKILL here, as from the OOM killer at its memory
+// docs/security.md #30: a jailed VMM that dies (SIGKILL here, as from the OOM killer at its memory
 // limit: JailKvm.MemoryLimitKillsOnlyThatVm) is reported as such and its jail and cgroups go.
 TEST_F(MicrovmJailTest, VmKilledInItsJailIsReportedAndCleanedUp) {
   auto t = create_microvm_backend(spec(0), ctx());

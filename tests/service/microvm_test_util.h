@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/backends/backend.h"
 #include "tests/integration/proc_status.h"
-#include "vmm/service/backend.h"
 
 namespace carapace::service {
 

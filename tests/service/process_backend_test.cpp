@@ -1,7 +1,8 @@
-// The process back end (vmm/service/process_backend.cpp) with the real guest image: a template
-// fills its pool, a sandbox is handed out from it and runs commands through its agent, pauses and
-// resumes through the cgroup freezer, cannot fork, reports how it ended, and leaves nothing behind
-// once destroyed (SECURITY-CHECKS 30). Needs root and build/guest/rootfs.ext4 (label image).
+// The process back end (daemon/backends/process/process_backend.cpp) with the real guest image: a
+// template fills its pool, a sandbox is handed out from it and runs commands through its agent,
+// pauses and resumes through the cgroup freezer, cannot fork, reports how it ended, and leaves
+// nothing behind once destroyed (docs/security.md #30). Needs root and build/guest/rootfs.ext4
+// (label image).
 #include <dirent.h>
 #include <glob.h>
 #include <gtest/gtest.h>
@@ -17,8 +18,8 @@
 #include <string>
 #include <thread>
 
+#include "daemon/backends/backend.h"
 #include "tests/integration/host_leak_scan.h"
-#include "vmm/service/backend.h"
 
 namespace carapace::service {
 namespace {

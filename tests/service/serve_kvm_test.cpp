@@ -87,7 +87,7 @@ TEST_F(ServeKvmTest, SandboxLifecycleOverKvm) {
   json a = make_sandbox(pooled);
   EXPECT_EQ(a["from_pool"], true);
   EXPECT_EQ(a["state"], "running");
-  // SECURITY-CHECKS 32: the daemon-made VMM (the jail supervisor's child) runs as the sandbox's
+  // docs/security.md #32: the daemon-made VMM (the jail supervisor's child) runs as the sandbox's
   // own uid with no capabilities, under seccomp, in namespaces of its own.
   ASSERT_TRUE(a["backend"].contains("jail")) << a.dump();
   const std::string jail_id = a["backend"]["jail"]["id"];
@@ -112,7 +112,7 @@ TEST_F(ServeKvmTest, SandboxLifecycleOverKvm) {
   auto p = call("POST", "/sandboxes/" + id + "/pause");
   ASSERT_EQ(p.status, 200) << p.body;
   EXPECT_EQ(body_json(p)["state"], "paused");
-  EXPECT_EQ(call("POST", "/sandboxes/" + id + "/pause").status, 409);  // SECURITY-CHECKS 27
+  EXPECT_EQ(call("POST", "/sandboxes/" + id + "/pause").status, 409);  // docs/security.md #27
   auto r = call("POST", "/sandboxes/" + id + "/resume");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(body_json(r)["state"], "running");

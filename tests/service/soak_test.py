@@ -34,7 +34,7 @@ CLIENTS = 8
 RSS_GROWTH_KIB = 16 * 1024
 WINDOW = int(os.environ.get("CARAPACE_SOAK_WINDOW", 500))  # smaller only for trial runs
 # Host uids of jailed VMMs (260000-319999, docs/api.md "Jailed VMMs") and of process sandboxes
-# (derived from 200000 up, vmm/jail/process_sandbox.h).
+# (derived from 200000 up, process_sandbox/process_sandbox.h).
 SANDBOX_UIDS = range(200000, 320000)
 
 

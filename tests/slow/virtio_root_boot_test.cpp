@@ -1,4 +1,4 @@
-// Real Linux drivers against our virtio devices (issue 3, "Must show"): the guest kernel from
+// Real Linux drivers against our virtio devices ("Must show"): the guest kernel from
 // tools/build-kernel, booted by `carapace run` WITHOUT an initramfs, with an ext4 root file system
 // on our virtio-blk (`root=/dev/vda`), a virtio-net on the Unix datagram backend, virtio-vsock and
 // virtio-rng.
@@ -22,10 +22,10 @@
 #include <regex>
 #include <string>
 
+#include "common/base/unique_fd.h"
 #include "tests/integration/process_runner.h"
 #include "tests/integration/testguest_harness.h"
 #include "tests/slow/slow_test_support.h"
-#include "vmm/base/unique_fd.h"
 
 namespace carapace::testing {
 namespace {

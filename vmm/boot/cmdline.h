@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/memory/guest_memory.h"
 
 namespace carapace {

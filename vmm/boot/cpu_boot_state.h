@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/kvm/vcpu.h"
 
 namespace carapace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 
 namespace carapace {
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "vmm/boot/elf_header.h"
 
 namespace carapace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/memory/guest_memory.h"
 
 namespace carapace {

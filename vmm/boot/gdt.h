@@ -8,7 +8,7 @@
 #include <array>
 #include <cstdint>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/memory/guest_memory.h"
 
 namespace carapace::gdt {

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "vmm/memory/layout.h"
 
 namespace carapace {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/memory/guest_memory.h"
 
 namespace carapace {

@@ -3,7 +3,7 @@
 // after.
 #pragma once
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/memory/guest_memory.h"
 
 namespace carapace {

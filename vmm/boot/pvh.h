@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/boot/zero_page.h"
 #include "vmm/memory/guest_memory.h"
 #include "vmm/memory/ram_layout.h"

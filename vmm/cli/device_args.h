@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/machine/device_config.h"
 
 namespace carapace {
@@ -27,7 +27,7 @@ Result<bool> parse_device_flag(const std::string& flag,
                                const std::function<Result<std::string>()>& value,
                                DeviceConfigs& devices);
 
-// --no-seccomp is for debugging: refused unless CARAPACE_ALLOW_NO_SECCOMP=1 (issue 7 §2).
+// --no-seccomp is for debugging: refused unless CARAPACE_ALLOW_NO_SECCOMP=1.
 Status check_no_seccomp_allowed();
 // CIDR:PROTO:PORT, e.g. 10.0.0.0/8:tcp:443, 2001:db8::/32:udp:53, 0.0.0.0/0:icmp:any
 Result<EgressRule> parse_egress_rule(const std::string& text);

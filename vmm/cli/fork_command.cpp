@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vmm/api/http/http_client.h"
+#include "common/http/http_client.h"
 #include "vmm/machine/exit_status.h"
 
 namespace carapace {

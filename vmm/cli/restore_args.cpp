@@ -33,7 +33,7 @@ const char kRestoreUsage[] =
     "  --paused                   restore with the vCPUs stopped: the guest runs only after\n"
     "                             PUT /vm/resume on --api-sock (required); no --agent-token\n"
     "  --no-seccomp               as for carapace run (needs CARAPACE_ALLOW_NO_SECCOMP=1)\n"
-    "clone identities (N > 1; clone I counts from 0; SECURITY-CHECKS 25):\n"
+    "clone identities (N > 1; clone I counts from 0; docs/security.md #25):\n"
     "  --vsock cid=C,uds=P        clone I gets CID C+I and socket P.<I>\n"
     "  --net unix=P | tap=T       clone I gets P.<I> | T.<I>; mac=M becomes M+I (low 24 bits),\n"
     "                             without mac= each clone gets a fresh random MAC\n"
@@ -53,10 +53,6 @@ bool is_token(const std::string& t) {
   for (char c : t)
     if (!isxdigit(static_cast<unsigned char>(c))) return false;
   return true;
-}
-
-uint32_t mac_low24(const std::array<uint8_t, 6>& mac) {
-  return (uint32_t{mac[3]} << 16) | (uint32_t{mac[4]} << 8) | mac[5];
 }
 
 // Collisions between clones are impossible after these checks.
@@ -148,31 +144,6 @@ Result<RestoreArgs> parse_restore_args(const std::vector<std::string>& args) {
 MachineConfig clone_config(const RestoreArgs& args, uint32_t i) {
   if (args.clones <= 1) return args.machine;
   return clone_identity(args.machine, i);
-}
-
-MachineConfig clone_identity(const MachineConfig& base, uint32_t i) {
-  MachineConfig c = base;
-  const std::string suffix = "." + std::to_string(i);
-  if (c.console.kind == ConsoleKind::kFile) c.console.path += suffix;
-  if (c.devices.vsock) {
-    c.devices.vsock->guest_cid += i;
-    c.devices.vsock->uds_path += suffix;
-  }
-  for (auto& n : c.devices.nets) {
-    if (n.backend == NetDeviceConfig::Backend::kTap)
-      n.tap_name += suffix;
-    else
-      n.unix_path += suffix;
-    if (n.mac_set) {
-      uint32_t low = mac_low24(n.mac) + i;
-      n.mac[3] = static_cast<uint8_t>(low >> 16);
-      n.mac[4] = static_cast<uint8_t>(low >> 8);
-      n.mac[5] = static_cast<uint8_t>(low);
-    }
-  }
-  for (auto& drive : c.devices.drives)
-    if (!drive.overlay_path.empty()) drive.overlay_path += suffix;
-  return c;
 }
 
 }  // namespace carapace

@@ -1,4 +1,4 @@
-// Parsing of `carapace restore` flags, and the per-clone configuration (SECURITY-CHECKS 25). Pure
+// Parsing of `carapace restore` flags, and the per-clone configuration (docs/security.md #25). Pure
 // (no I/O), so every rule is unit tested.
 #pragma once
 
@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
+#include "vmm/machine/clone_identity.h"
 #include "vmm/machine/machine_config.h"
 
 namespace carapace {
@@ -44,9 +45,7 @@ Result<RestoreArgs> parse_restore_args(const std::vector<std::string>& args);
 //   refused)
 //   --console file:P         clone i: P.<i>
 MachineConfig clone_config(const RestoreArgs& args, uint32_t i);
-// The rules above applied to `base` for clone `i`, whatever the clone count (fork numbers its
-// children from 1 so that none takes the parent's identity).
-MachineConfig clone_identity(const MachineConfig& base, uint32_t i);
+// (the rules are clone_identity(), vmm/machine/clone_identity.h)
 
 extern const char kRestoreUsage[];
 

@@ -11,13 +11,13 @@
 #include <mutex>
 #include <thread>
 
+#include "common/base/event_fd.h"
+#include "common/base/log.h"
+#include "common/base/unique_fd.h"
 #include "snapshot/machine_snapshot.h"
-#include "vmm/api/control/vm_api.h"
-#include "vmm/base/event_fd.h"
-#include "vmm/base/log.h"
-#include "vmm/base/unique_fd.h"
-#include "vmm/cli/machine_control.h"
 #include "vmm/cli/restore_args.h"
+#include "vmm/control/machine_control.h"
+#include "vmm/control/vm_api.h"
 #include "vmm/machine/deferred_teardown.h"
 #include "vmm/machine/exit_status.h"
 #include "vmm/pool/restore_notice.h"
@@ -108,7 +108,7 @@ class LinePrefixer {
   std::thread thread_;
 };
 
-// The restore notice (issue 4 §3), to every clone at once: a new token each, the wall clock and
+// The restore notice, to every clone at once: a new token each, the wall clock and
 // fresh entropy. A clone whose agent does not take it keeps the snapshot's token and RNG state,
 // which it shares with every other clone: it is stopped rather than left running.
 void send_restore_notices(const RestoreArgs& args, std::vector<std::unique_ptr<Machine>>& vms) {
@@ -161,7 +161,7 @@ int cmd_restore(const std::vector<std::string>& args) {
     if (Status s = enable_seccomp(); !s.ok()) return fail(s.error());
   }
 
-  // Everything about the snapshot is checked before any VM exists (SECURITY-CHECKS 19-21).
+  // Everything about the snapshot is checked before any VM exists (docs/security.md #19-#21).
   auto snap = load_machine_snapshot(parsed->snapshot_dir);
   if (!snap.ok()) return fail(snap.error());
   // From here on this thread builds VMs and serves their APIs: its filter goes on now, so every

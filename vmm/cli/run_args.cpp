@@ -90,24 +90,6 @@ Result<bool> parse_teardown(const std::string& v) {
   return bad("--teardown: expected deferred or sync, got '" + v + "'");
 }
 
-Result<uint64_t> parse_u64(const std::string& flag, const std::string& text) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-    return bad(flag + ": expected a non-negative integer, got '" + text + "'");
-  errno = 0;
-  unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
-  if (errno == ERANGE) return bad(flag + ": number too large: " + text);
-  return static_cast<uint64_t>(v);
-}
-
-Result<double> parse_seconds(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v <= 0 || v > 1e7)
-    return bad(flag + ": expected a positive number of seconds, got '" + text + "'");
-  return v;
-}
-
 Result<RunArgs> parse_run_args(const std::vector<std::string>& args) {
   RunArgs out;
   MachineConfig& m = out.machine;
@@ -161,7 +143,7 @@ Result<RunArgs> parse_run_args(const std::vector<std::string>& args) {
     } else if (flag == "--teardown") {
       out.deferred_teardown = TRY(parse_teardown(TRY(value())));
     } else if (flag == "--no-seccomp") {
-      // Debugging only: refused unless the environment says so explicitly (issue 7 §2).
+      // Debugging only: refused unless the environment says so explicitly.
       TRY_STATUS(check_no_seccomp_allowed());
       out.seccomp = false;
     } else if (flag == "--api-sock") {

@@ -5,7 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "vmm/base/result.h"
+#include "common/base/flag_values.h"
+#include "common/base/result.h"
 #include "vmm/machine/machine_config.h"
 
 namespace carapace {
@@ -19,10 +20,6 @@ struct RunArgs {
 };
 
 Result<RunArgs> parse_run_args(const std::vector<std::string>& args);
-
-// Numbers: plain decimal, no sign, no trailing junk, no overflow.
-Result<uint64_t> parse_u64(const std::string& flag, const std::string& text);
-Result<double> parse_seconds(const std::string& flag, const std::string& text);
 
 // Flags `run` shares with `restore`.
 Status parse_console_arg(const std::string& value, ConsoleConfig& console);  // --console

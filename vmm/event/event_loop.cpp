@@ -3,7 +3,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 
 namespace carapace {
 

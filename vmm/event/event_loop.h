@@ -9,9 +9,9 @@
 #include <thread>
 #include <unordered_map>
 
-#include "vmm/base/event_fd.h"
-#include "vmm/base/result.h"
-#include "vmm/base/unique_fd.h"
+#include "common/base/event_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 
 namespace carapace {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/kvm/kvm.h"
 
 namespace carapace {

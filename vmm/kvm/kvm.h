@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "vmm/base/result.h"
-#include "vmm/base/unique_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 
 namespace carapace {
 

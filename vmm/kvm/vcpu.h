@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "vmm/base/mmap_region.h"
-#include "vmm/base/result.h"
-#include "vmm/base/unique_fd.h"
+#include "common/base/mmap_region.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "vmm/kvm/kvm.h"
 #include "vmm/kvm/vm.h"
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/kvm/kvm.h"
 #include "vmm/kvm/kvm_uapi.h"
 #include "vmm/kvm/vcpu.h"

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "vmm/base/result.h"
-#include "vmm/base/unique_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "vmm/kvm/kvm.h"
 #include "vmm/memory/guest_memory.h"
 

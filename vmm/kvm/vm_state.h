@@ -1,7 +1,7 @@
 // VmState: the VM-wide state KVM holds: the two PICs, the IOAPIC, the PIT and the kvmclock.
 #pragma once
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/kvm/kvm_uapi.h"
 #include "vmm/kvm/vm.h"
 

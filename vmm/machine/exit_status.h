@@ -2,6 +2,8 @@
 // status so a caller (test, pool, daemon) can tell a clean guest reset from a crash or a hang.
 #pragma once
 
+#include "common/base/exit_code.h"
+
 namespace carapace {
 
 enum class VmOutcome {
@@ -11,17 +13,6 @@ enum class VmOutcome {
   kKvmError,     // internal error, emulation failure, failed entry, unexpected exit
   kTimeout,      // --timeout expired
   kGuestPanic,   // the guest reported a panic
-};
-
-// Process exit statuses of `carapace run`. 2 is reserved for bad command-line input.
-enum ExitCode : int {
-  kExitOk = 0,
-  kExitHostError = 1,
-  kExitUsage = 2,
-  kExitTripleFault = 3,
-  kExitKvmError = 4,
-  kExitTimeout = 5,
-  kExitGuestPanic = 6,
 };
 
 inline int exit_code_for(VmOutcome o) {

@@ -9,8 +9,8 @@
 #include <chrono>
 #include <thread>
 
-#include "vmm/base/log.h"
-#include "vmm/base/phase_timer.h"
+#include "common/base/log.h"
+#include "common/base/phase_timer.h"
 #include "vmm/boot/cmdline.h"
 #include "vmm/boot/gdt.h"
 #include "vmm/boot/initrd.h"
@@ -224,12 +224,16 @@ Status Machine::create_vcpus(const MachineConfig& config) {
 }
 
 Status Machine::create_devices(const MachineConfig& config) {
+  // The console's writer thread gets its own seccomp role before it writes a byte.
+  auto console_thread = [] { return apply_seccomp(ThreadRole::kConsole); };
   switch (config.console.kind) {
     case ConsoleKind::kStdio:
-      console_ = std::make_unique<ConsoleSink>(STDOUT_FILENO, false);
+      console_ = std::make_unique<ConsoleSink>(STDOUT_FILENO, false, ConsoleSink::kDefaultCapacity,
+                                               0, console_thread);
       break;
     case ConsoleKind::kFile:
-      console_ = TRY(ConsoleSink::open_file(config.console.path, config.console.max_bytes));
+      console_ = TRY(
+          ConsoleSink::open_file(config.console.path, config.console.max_bytes, console_thread));
       break;
     case ConsoleKind::kNone:
       console_ = std::make_unique<ConsoleSink>(-1, false);

@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
-#include "vmm/base/phase_timer.h"
-#include "vmm/base/result.h"
+#include "common/base/phase_timer.h"
+#include "common/base/result.h"
 #include "vmm/boot/elf_loader.h"
-#include "vmm/devices/bus.h"
+#include "vmm/bus/bus.h"
 #include "vmm/devices/i8042/i8042.h"
 #include "vmm/devices/serial/console_sink.h"
 #include "vmm/devices/serial/serial.h"

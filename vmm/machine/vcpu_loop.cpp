@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 
 namespace carapace {
 

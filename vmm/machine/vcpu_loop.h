@@ -6,7 +6,7 @@
 
 #include <atomic>
 
-#include "vmm/devices/bus.h"
+#include "vmm/bus/bus.h"
 #include "vmm/kvm/vcpu.h"
 #include "vmm/machine/run_control.h"
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "vmm/base/result.h"
-#include "vmm/devices/bus.h"
+#include "common/base/result.h"
+#include "vmm/bus/bus.h"
 #include "vmm/event/event_loop.h"
 #include "vmm/kvm/vm.h"
 #include "vmm/machine/device_config.h"
@@ -46,7 +46,7 @@ class VirtioDeviceSet {
   Result<std::vector<VirtioDeviceBlob>> save_state();
   // Applies saved blobs to the devices just built for a restore, before any vCPU runs. Each
   // slot needs exactly one blob, of a known version, for a device of the same type; the
-  // restoring VM must have as many devices as the snapshot (SECURITY-CHECKS 22).
+  // restoring VM must have as many devices as the snapshot (docs/security.md #22).
   Status restore_state(std::span<const VirtioDeviceBlob> blobs);
 
  private:

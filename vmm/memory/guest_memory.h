@@ -1,6 +1,6 @@
 // GuestMemory: the only door to guest bytes. Every access names a guest address and a length;
 // both ends are checked (with overflow detection) against one mapped region. No function hands
-// out a host pointer without the length it is valid for (SECURITY-CHECKS 1).
+// out a host pointer without the length it is valid for (docs/security.md #1).
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "vmm/base/mmap_region.h"
-#include "vmm/base/result.h"
+#include "common/base/mmap_region.h"
+#include "common/base/result.h"
 #include "vmm/memory/guest_address.h"
 
 namespace carapace {

@@ -2,7 +2,7 @@
 // and its RAM in a sealed memfd (or a snapshot's memory file). Clones map the RAM MAP_PRIVATE, so
 // every clean page is shared through the page cache and a clone copies only what it writes.
 //
-// Fork (issue 4 §3) is built from these pieces: capture a source from a running VM (pause, copy,
+// Fork is built from these pieces: capture a source from a running VM (pause, copy,
 // resume the parent), then restore children from it.
 #pragma once
 
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/base/result.h"
 #include "snapshot/memory_image.h"
-#include "vmm/base/result.h"
 #include "vmm/machine/machine.h"
 #include "vmm/machine/machine_config.h"
 #include "vmm/machine/machine_state.h"

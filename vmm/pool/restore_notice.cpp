@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "vmm/api/agent_client.h"
+#include "common/agent/agent_client.h"
 
 namespace carapace {
 

@@ -1,4 +1,4 @@
-// The restore notice (issue 4 §3): right after a clone of a snapshot starts, the VMM tells the
+// The restore notice: right after a clone of a snapshot starts, the VMM tells the
 // guest agent what must not be shared between clones — the wall clock (the snapshot's is stale),
 // fresh entropy (every clone would otherwise continue the same RNG state) and a per-clone sandbox
 // token — with the agent protocol's `post_restore` request, over the clone's vsock socket.
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 
 namespace carapace {
 

@@ -1,6 +1,6 @@
 #include "vmm/pool/vm_pool.h"
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 
 namespace carapace {
 

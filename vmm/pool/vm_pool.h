@@ -1,5 +1,5 @@
 // VmPool: VMs restored ahead of time from one CloneSource, with vCPUs created but not running, so a
-// request for a sandbox only starts one (issue 4 §4). A background thread refills the pool after
+// request for a sandbox only starts one. A background thread refills the pool after
 // each hand-out, within a memory budget. acquire() never waits for a refill while the pool holds a
 // VM; when it is empty, it restores one on the caller's thread (a miss).
 #pragma once
@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/pool/clone_source.h"
 
 namespace carapace {

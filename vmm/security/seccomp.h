@@ -1,9 +1,9 @@
-// Per-thread seccomp filters (issue 7 §2). Each VMM thread installs the allowlist of its role
+// Per-thread seccomp filters. Each VMM thread installs the allowlist of its role
 // (seccomp_policy.h) before it does any work for the guest; a forbidden syscall is reported on
 // stderr ("carapace: seccomp: ...") and the process dies by SIGSYS.
 #pragma once
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/security/seccomp_policy.h"
 
 namespace carapace {

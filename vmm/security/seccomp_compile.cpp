@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 
 namespace carapace {
 

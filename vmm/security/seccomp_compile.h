@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/security/seccomp_policy.h"
 
 namespace carapace {

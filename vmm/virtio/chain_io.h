@@ -1,7 +1,7 @@
 // ChainReader / ChainWriter: byte streams over the driver-readable and device-writable parts of
 // a validated DescriptorChain (crosvm's Reader/Writer shape). Devices never see guest addresses:
 // every byte goes through GuestMemory, and the segments were checked to lie in RAM when the chain
-// was parsed (SECURITY-CHECKS 1).
+// was parsed (docs/security.md #1).
 //
 // A reader or writer refers to its chain's segments: keep the chain alive while using them.
 // Reads and writes are all-or-nothing: asking for more than available() is a guest error
@@ -13,7 +13,7 @@
 #include <span>
 #include <type_traits>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/memory/guest_memory.h"
 
 namespace carapace::virtio {

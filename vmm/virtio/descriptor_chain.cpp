@@ -67,14 +67,14 @@ Result<DescriptorChain> DescriptorChain::parse(const GuestMemory& mem,
       continue;
     }
 
-    // SECURITY-CHECKS 1: the whole buffer inside one region, with overflow detection.
+    // docs/security.md #1: the whole buffer inside one region, with overflow detection.
     if (!mem.contains(GuestAddress(d.addr), d.len))
       return chain_error(head, "buffer outside guest RAM");
     const bool writable = d.flags & kDescFWrite;
     if (!writable && seen_writable)
       return chain_error(head, "readable descriptor after a writable one");
     seen_writable |= writable;
-    // SECURITY-CHECKS 3: the sum must fit the used ring's 32-bit length.
+    // docs/security.md #3: the sum must fit the used ring's 32-bit length.
     if (__builtin_add_overflow(total, uint64_t{d.len}, &total) || total > UINT32_MAX)
       return chain_error(head, "total length past 4 GiB");
     if (writable)

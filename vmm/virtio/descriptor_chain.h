@@ -2,11 +2,11 @@
 //
 // parse() walks the chain once and refuses (guest error, kInvalidInput):
 //   - `next` outside the table, or more hops than the table has entries, so a cycle ends
-//     (SECURITY-CHECKS 2);
-//   - a buffer whose addr + len is not inside one RAM region or wraps (SECURITY-CHECKS 1);
-//   - total length past 2^32 - 1 (the used ring's len is 32 bits; SECURITY-CHECKS 3);
+//     (docs/security.md #2);
+//   - a buffer whose addr + len is not inside one RAM region or wraps (docs/security.md #1);
+//   - total length past 2^32 - 1 (the used ring's len is 32 bits; docs/security.md #3);
 //   - a driver-readable descriptor after a device-writable one (virtio 1.2 §2.7.4.2);
-//   - a bad indirect descriptor (SECURITY-CHECKS 5, virtio 1.2 §2.7.5.3): feature not
+//   - a bad indirect descriptor (docs/security.md #5, virtio 1.2 §2.7.5.3): feature not
 //     negotiated, table length zero or not a multiple of 16, more entries than the queue size,
 //     table outside RAM, INDIRECT together with NEXT, or an indirect table inside another.
 // Each descriptor is read from guest memory exactly once, so a guest rewriting the table while
@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/memory/guest_memory.h"
 #include "vmm/virtio/chain_io.h"
 

@@ -2,7 +2,7 @@
 
 #include <sys/eventfd.h>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 
 namespace carapace::virtio {
 

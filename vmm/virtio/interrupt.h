@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "vmm/base/event_fd.h"
-#include "vmm/devices/irq_line.h"
+#include "common/base/event_fd.h"
+#include "vmm/bus/irq_line.h"
 
 namespace carapace::virtio {
 

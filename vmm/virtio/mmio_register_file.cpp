@@ -40,7 +40,7 @@ uint32_t MmioTransport::read_register(MmioReg reg) {
       return kMmioVendorId;
     case MmioReg::kDeviceFeatures:
       return half(offered_features_, device_features_sel_);
-    // SECURITY-CHECKS 8: a QueueSel past the device's queues reads as "no queue".
+    // docs/security.md #8: a QueueSel past the device's queues reads as "no queue".
     case MmioReg::kQueueNumMax:
       return q ? max_sizes_[queue_sel_] : 0;
     case MmioReg::kQueueNum:
@@ -126,12 +126,12 @@ void MmioTransport::write_register(MmioReg reg, uint32_t value) {
 
 void MmioTransport::write_queue_register(MmioReg reg, uint32_t value) {
   QueueRegs* q = selected_queue();
-  if (q == nullptr) {  // SECURITY-CHECKS 8
+  if (q == nullptr) {  // docs/security.md #8
     note_guest_error(errors_.bad_register_access, "queue register write for missing queue %u",
                      queue_sel_);
     return;
   }
-  // SECURITY-CHECKS 7: frozen after DRIVER_OK; only QueueReady = 0 may touch a ready queue.
+  // docs/security.md #7: frozen after DRIVER_OK; only QueueReady = 0 may touch a ready queue.
   const bool unready = reg == MmioReg::kQueueReady && value == 0;
   if ((status_ & kDriverOk) || (q->ready && !unready)) {
     note_guest_error(errors_.bad_register_access, "queue %u register write while live ignored",
@@ -167,7 +167,7 @@ void MmioTransport::write_queue_register(MmioReg reg, uint32_t value) {
     q->ready = false;
     return;
   }
-  // SECURITY-CHECKS 6, 10: refuse a bad ring here, so the driver reads QueueReady back as 0.
+  // docs/security.md #6, #10: refuse a bad ring here, so the driver reads QueueReady back as 0.
   auto valid = Queue::validate(*mem_, queue_state(static_cast<uint16_t>(queue_sel_), false),
                                max_sizes_[queue_sel_]);
   if (!valid.ok()) {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/memory/layout.h"
 
 namespace carapace::virtio {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 #include "vmm/virtio/ring_layout.h"
 
 namespace carapace::virtio {
@@ -87,7 +87,7 @@ void MmioTransport::read(uint64_t offset, std::span<uint8_t> data) {
   std::memset(data.data(), 0, data.size());
   std::lock_guard<std::mutex> lock(mu_);
   if (offset >= offset_of(MmioReg::kConfig)) {
-    // Any width and offset (SECURITY-CHECKS 9); the device copies what overlaps its config.
+    // Any width and offset (docs/security.md #9); the device copies what overlaps its config.
     device_->read_config(offset - offset_of(MmioReg::kConfig), data);
     return;
   }
@@ -237,7 +237,7 @@ void MmioTransport::reset_locked() {
 }
 
 void MmioTransport::notify(uint32_t index) {
-  // SECURITY-CHECKS 11: a missing or not-ready queue, or a device not running, ignores it.
+  // docs/security.md #11: a missing or not-ready queue, or a device not running, ignores it.
   if (index >= queues_.size() || !queues_[index].ready || !active_ || needs_reset_.load()) {
     note_guest_error(errors_.bad_register_access, "notify for queue %u ignored", index);
     return;

@@ -4,7 +4,7 @@
 // QueueReady and again at DRIVER_OK (Queue::activate), and hands the device its context.
 //
 // Guest misuse never crashes or stalls the VMM: register accesses that are not 4 bytes wide and
-// aligned read 0 / are ignored (config space allows any width; SECURITY-CHECKS 9), queue
+// aligned read 0 / are ignored (config space allows any width; docs/security.md #9), queue
 // registers are frozen once the queue is ready or after DRIVER_OK (7), a QueueSel past the
 // device's queues makes queue registers read 0 and ignore writes (8), misaligned or overlapping
 // rings are refused at QueueReady (10), and notifies for missing or not-ready queues are
@@ -25,9 +25,9 @@
 #include <span>
 #include <vector>
 
-#include "vmm/base/event_fd.h"
-#include "vmm/base/result.h"
-#include "vmm/devices/bus.h"
+#include "common/base/event_fd.h"
+#include "common/base/result.h"
+#include "vmm/bus/bus.h"
 #include "vmm/event/event_loop.h"
 #include "vmm/memory/guest_memory.h"
 #include "vmm/virtio/interrupt.h"
@@ -80,7 +80,7 @@ class MmioTransport : public BusDevice, private DeviceSignals {
   Result<std::vector<uint8_t>> save_state();
   // Applies saved state to a transport the guest has not touched (freshly built, before any vCPU
   // runs). Everything is validated as if the guest had just written the registers in order
-  // (SECURITY-CHECKS 22): a status the state machine cannot reach, features not offered, a
+  // (docs/security.md #22): a status the state machine cannot reach, features not offered, a
   // ready queue that QueueReady would refuse (size, alignment, rings outside RAM or
   // overlapping), or a device part that does not fit this device's configuration is an error
   // and leaves the transport and device reset. With DRIVER_OK the device is re-activated with

@@ -1,11 +1,11 @@
 // MmioTransport snapshots: the register file and queue cursors to bytes and back. Restore treats
-// the bytes like a guest's register writes (SECURITY-CHECKS 22): it accepts only what the status
+// the bytes like a guest's register writes (docs/security.md #22): it accepts only what the status
 // state machine, feature negotiation and QueueReady would have accepted, and it checks all of it
 // before anything is applied, so a refused snapshot leaves no device half-activated.
 #include <cstdio>
 #include <string>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 #include "vmm/virtio/mmio_transport.h"
 #include "vmm/virtio/ring_layout.h"
 #include "vmm/virtio/state_codec.h"
@@ -170,7 +170,7 @@ Status MmioTransport::restore_state(std::span<const uint8_t> bytes) {
   if (s.interrupt_status & ~kKnownInterrupts)
     return bad_state(std::string(name) + ": unknown interrupt status bits");
 
-  // Queues: a ready one passes what QueueReady checks (SECURITY-CHECKS 6, 10). The device runs
+  // Queues: a ready one passes what QueueReady checks (docs/security.md #6, #10). The device runs
   // again only with DRIVER_OK and without NEEDS_RESET; only then are cursors meaningful, and a
   // queue then starts with nothing in flight.
   const bool running = (s.status & kDriverOk) && !s.needs_reset;

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 #include "vmm/virtio/ring_layout.h"
 
 namespace carapace::virtio {
@@ -37,14 +37,14 @@ void store_u16(uint8_t* p, uint16_t v, int order) {
 
 Status Queue::validate(const GuestMemory& mem, const QueueState& s, uint16_t max_size) {
   if (!s.ready) return {};
-  // SECURITY-CHECKS 6: no size that would make an index modulo zero or run past a ring.
+  // docs/security.md #6: no size that would make an index modulo zero or run past a ring.
   if (s.size == 0) return queue_error("size 0");
   if ((s.size & (s.size - 1)) != 0)
     return queue_error("size " + std::to_string(s.size) + " not a power of two");
   if (s.size > max_size || s.size > kMaxQueueSize)
     return queue_error("size " + std::to_string(s.size) + " above maximum " +
                        std::to_string(max_size));
-  // SECURITY-CHECKS 10: alignment (virtio 1.2 §2.7), each ring inside one region, no overlap.
+  // docs/security.md #10: alignment (virtio 1.2 §2.7), each ring inside one region, no overlap.
   if (s.desc_table % kDescAlign) return queue_error("descriptor table misaligned");
   if (s.avail_ring % kAvailAlign) return queue_error("driver area misaligned");
   if (s.used_ring % kUsedAlign) return queue_error("device area misaligned");
@@ -92,7 +92,7 @@ Result<std::optional<DescriptorChain>> Queue::pop() {
     if (broken_) return queue_error("queue needs reset");
     const uint16_t avail_idx = read_avail_idx();
     const uint16_t pending = static_cast<uint16_t>(avail_idx - state_.next_avail);
-    // SECURITY-CHECKS 4: the driver cannot have more than `size` buffers outstanding.
+    // docs/security.md #4: the driver cannot have more than `size` buffers outstanding.
     if (pending > state_.size) {
       broken_ = true;
       ++counters_.broken;
@@ -100,7 +100,7 @@ Result<std::optional<DescriptorChain>> Queue::pop() {
                          std::to_string(pending) + " ahead of the device (size " +
                          std::to_string(state_.size) + ")");
     }
-    // SECURITY-CHECKS 12: at most `size` chains held by the device at once.
+    // docs/security.md #12: at most `size` chains held by the device at once.
     if (pending == 0 || in_flight() >= state_.size) return std::optional<DescriptorChain>();
 
     const uint16_t slot = state_.next_avail % state_.size;
@@ -114,7 +114,7 @@ Result<std::optional<DescriptorChain>> Queue::pop() {
     auto chain = DescriptorChain::parse(*mem_, desc_, state_.size, head, state_.indirect);
     if (chain.ok()) return std::optional<DescriptorChain>(std::move(chain).value());
 
-    // A bad request, not a broken ring: hand the head back empty and go on (SECURITY-CHECKS 1).
+    // A bad request, not a broken ring: hand the head back empty and go on (docs/security.md #1).
     ++counters_.invalid_chains;
     LOG_DEBUG("%s", chain.error().describe().c_str());
     TRY_STATUS(add_used(head, 0));

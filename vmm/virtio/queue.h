@@ -1,11 +1,11 @@
 // Queue: one split virtqueue on the device side (virtio 1.2 §2.7).
 //
 // The driver's configuration (size, ring addresses, ready) is plain data, QueueState. A Queue is
-// built from it by Queue::activate, which validates everything once (SECURITY-CHECKS 6, 10): size
-// a non-zero power of two no larger than the device's maximum, each ring aligned, wholly inside
-// one RAM region (event-idx fields included) and not overlapping the other two. After that the
-// ring bytes are reached through spans bounded at activation; ring indices are always taken
-// modulo the size. Restoring a snapshot goes through the same function (SECURITY-CHECKS 22).
+// built from it by Queue::activate, which validates everything once (docs/security.md #6, #10):
+// size a non-zero power of two no larger than the device's maximum, each ring aligned, wholly
+// inside one RAM region (event-idx fields included) and not overlapping the other two. After that
+// the ring bytes are reached through spans bounded at activation; ring indices are always taken
+// modulo the size. Restoring a snapshot goes through the same function (docs/security.md #22).
 //
 // A Queue belongs to one device and is used under that device's lock; it is not thread-safe.
 #pragma once
@@ -14,7 +14,7 @@
 #include <optional>
 #include <span>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/memory/guest_memory.h"
 #include "vmm/virtio/descriptor_chain.h"
 
@@ -59,11 +59,11 @@ class Queue {
 
   // The next available chain, validated whole (see DescriptorChain), or nullopt when the driver
   // has made nothing new available, or when `size` chains are already popped and not yet
-  // returned (a guest cannot make the device hold more; SECURITY-CHECKS 12). A chain that breaks
+  // returned (a guest cannot make the device hold more; docs/security.md #12). A chain that breaks
   // the rules is returned to the used ring with length 0 and counted; the device never sees it.
   // An error means the ring itself is corrupt (avail.idx more than `size` ahead, a head index out
   // of range): the device must go NEEDS_RESET. The error is sticky: nothing is processed twice
-  // (SECURITY-CHECKS 4).
+  // (docs/security.md #4).
   Result<std::optional<DescriptorChain>> pop();
   // Gives back the chain most recently popped (a device that found no room for it, e.g. net RX).
   void undo_pop();

@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 
 namespace carapace::virtio {
 

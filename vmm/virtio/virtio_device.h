@@ -19,7 +19,7 @@
 #include <span>
 #include <vector>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/event/event_loop.h"
 #include "vmm/memory/guest_memory.h"
 #include "vmm/virtio/queue.h"
@@ -76,7 +76,7 @@ struct ActivationContext {
 // What a device gives a snapshot (see VirtioDevice::save): its queues' plain state while it is
 // active (empty otherwise), and its own part, bytes the device encodes with a version of its own.
 // The transport stores the queues' cursors next to its registers; on restore every queue is
-// rebuilt through Queue::activate, validated exactly as on activation (SECURITY-CHECKS 22).
+// rebuilt through Queue::activate, validated exactly as on activation (docs/security.md #22).
 struct DeviceSnapshot {
   std::vector<QueueState> queues;
   std::vector<uint8_t> device;
@@ -127,7 +127,7 @@ class VirtioDevice {
 };
 
 // Helpers for config space: copy the bytes of `config` that overlap [offset, offset + len).
-// Out-of-range parts are left as they are (zero for reads), never an error (SECURITY-CHECKS 9).
+// Out-of-range parts are left as they are (zero for reads), never an error (docs/security.md #9).
 void read_config_bytes(std::span<const uint8_t> config, uint64_t offset, std::span<uint8_t> data);
 void write_config_bytes(std::span<uint8_t> config, uint64_t offset, std::span<const uint8_t> data);
 

@@ -89,7 +89,7 @@ class TransportError(CarapaceError):
 
 
 # docs/api.md's codes, each with its one status; a unit test of the daemon checks this table
-# against the daemon's own (vmm/api/http/error_code.h) and docs/openapi.yaml.
+# against the daemon's own (common/http/error_code.h) and docs/openapi.yaml.
 _CODES = [
     ("bad_request", 400, BadRequest),
     ("unauthorized", 401, Unauthorized),

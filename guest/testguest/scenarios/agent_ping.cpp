@@ -1,5 +1,5 @@
 // agent-ping: a stand-in for the guest agent that runs on this host (user space cannot; see
-// ../shared/HOST-NOTES.md). It serves the agent protocol (guest/agent/PROTOCOL.md) on vsock port
+// ../shared/HOST-NOTES.md). It serves the agent protocol (common/agent/PROTOCOL.md) on vsock port
 // 52, one connection at a time, for as long as the host wants: `ping` (no token), `post_restore`
 // (with the current token; it replaces the token and reports what was applied) and `shutdown`
 // (replies, then the scenario passes and the VM resets). Wrong or missing tokens get

@@ -1,4 +1,4 @@
-// A minimal guest side of the agent protocol (guest/agent/PROTOCOL.md) for test-guest scenarios:
+// A minimal guest side of the agent protocol (common/agent/PROTOCOL.md) for test-guest scenarios:
 // u32 little-endian length + one JSON object per frame, over a vsock stream. Only what the
 // scenarios need: find a member, read a string or a number, send a reply.
 #pragma once
@@ -9,7 +9,7 @@
 
 namespace testguest {
 
-inline constexpr uint32_t kAgentPort = 52;        // guest/agent/protocol/wire.h kAgentVsockPort
+inline constexpr uint32_t kAgentPort = 52;        // common/agent/wire.h kAgentVsockPort
 inline constexpr uint32_t kMaxAgentFrame = 4096;  // the scenarios' own cap (the agent's is 1 MiB)
 
 // What follows `"key":` in the JSON text, or nullptr.

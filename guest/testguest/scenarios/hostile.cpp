@@ -1,5 +1,5 @@
 // hostile: for every virtio device on the command line, the guest breaks the transport and ring
-// rules on purpose (SECURITY-CHECKS 1-12 and the device checks 13-17 it can reach) and checks
+// rules on purpose (docs/security.md #1-#12 and the device checks 13-17 it can reach) and checks
 // after each step that the VMM answered as it should and is still serving:
 //   transport (here): odd-width and unaligned register accesses, accesses straddling the window
 //     end, config writes (read-only fields, past the end), status bits out of order, features not
@@ -27,7 +27,7 @@ namespace {
 uint64_t top_of_ram = 0;
 
 // The transport's documented answer to a register access that is not 4 bytes wide and aligned:
-// reads return 0, writes are ignored (vmm/virtio/mmio_transport.h, SECURITY-CHECKS 9).
+// reads return 0, writes are ignored (vmm/virtio/mmio_transport.h, docs/security.md #9).
 const char* odd_widths(Target& t) {
   t.dev.reset();
   const uint64_t b = t.dev.base();
@@ -103,7 +103,7 @@ struct BadRing {
   uint64_t desc, avail, used;
 };
 
-// SECURITY-CHECKS 6, 8, 10: QueueSel out of range and bad rings, each refused at QueueReady.
+// docs/security.md #6, #8, #10: QueueSel out of range and bad rings, each refused at QueueReady.
 const char* queue_config(Target& t) {
   const uint64_t offered = t.dev.begin_init();
   if (!t.dev.negotiate(offered, wanted_features(t)))
@@ -154,7 +154,7 @@ const char* queue_config(Target& t) {
   return nullptr;
 }
 
-// SECURITY-CHECKS 7: queue registers written after QueueReady and after DRIVER_OK are ignored.
+// docs/security.md #7: queue registers written after QueueReady and after DRIVER_OK are ignored.
 const char* frozen_queues(Target& t) {
   if (const char* e = setup_queues(t)) return failed(t, "setup after bad rings", e);
   t.dev.write(kQueueSel, static_cast<uint32_t>(t.probe_queue));
@@ -174,7 +174,7 @@ const char* frozen_queues(Target& t) {
   return nullptr;
 }
 
-// SECURITY-CHECKS 11: notifies for missing queues; and a reset while requests are in flight.
+// docs/security.md #11: notifies for missing queues; and a reset while requests are in flight.
 const char* notifies_and_reset(Target& t) {
   t.dev.write(kQueueNotify, static_cast<uint32_t>(t.queue_count) + 3);
   t.dev.write(kQueueNotify, 0xffff);

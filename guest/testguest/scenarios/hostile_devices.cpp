@@ -1,5 +1,5 @@
-// Hostile device steps: requests that break one device type's rules (SECURITY-CHECKS 13-17, as far
-// as a guest alone can reach them). Each must come back (with an error status where the device
+// Hostile device steps: requests that break one device type's rules (docs/security.md #13-#17, as
+// far as a guest alone can reach them). Each must come back (with an error status where the device
 // has one) and leave the device serving.
 #include "guest/testguest/console.h"
 #include "guest/testguest/cpu.h"
@@ -60,7 +60,7 @@ const char* blk_steps(Target& t) {
       return failed(t, c.what, "wrong status");
     }
   }
-  // SECURITY-CHECKS 14: GET_ID into a buffer shorter than the 20-byte id.
+  // docs/security.md #14: GET_ID into a buffer shorter than the 20-byte id.
   const Buf short_id{phys(t.scratch + 2048), 10, true};
   const int id_status = blk_request(t, BlkHeader{kBlkGetId, 0, 0}, &short_id, 1);
   if (id_status != kBlkIoErr) {
@@ -68,7 +68,7 @@ const char* blk_steps(Target& t) {
         << hex(id_status & 0xff) << ", expected IOERR\n";
     return failed(t, "short GET_ID buffer", "wrong status");
   }
-  // SECURITY-CHECKS 13, 15: chains the device cannot answer with a status must still come back.
+  // docs/security.md #13, #15: chains the device cannot answer with a status must still come back.
   if (blk_request(t, BlkHeader{kBlkIn, 0, 0}, nullptr, 0, false) < 0)
     return failed(t, "header-only chain", "never returned");
   const Buf readable_status{phys(t.scratch + 1024), 1, false};
@@ -91,7 +91,7 @@ const char* blk_steps(Target& t) {
 }
 
 const char* net_steps(Target& t) {
-  // SECURITY-CHECKS 16: runt and oversized frames are dropped (and counted) by the device.
+  // docs/security.md #16: runt and oversized frames are dropped (and counted) by the device.
   static uint8_t* big = nullptr;
   constexpr uint32_t kBig = 65536 + 4096;
   if (!big && !(big = static_cast<uint8_t*>(dma_alloc(kBig, 4096)))) return "out of DMA memory";

@@ -1,4 +1,4 @@
-// Hostile ring steps on a running device (SECURITY-CHECKS 1, 2, 4, 5): chains the device must
+// Hostile ring steps on a running device (docs/security.md #1, #2, #4, #5): chains the device must
 // refuse by returning them with length 0 (and go on serving), and ring corruption it must answer
 // with DEVICE_NEEDS_RESET (and recover from after a reset and re-init).
 #include "guest/testguest/console.h"
@@ -69,7 +69,7 @@ const char* bad_chains(Target& t) {
   });
 }
 
-// SECURITY-CHECKS 5, when the device offers VIRTIO_RING_F_INDIRECT_DESC (the transport does).
+// docs/security.md #5, when the device offers VIRTIO_RING_F_INDIRECT_DESC (the transport does).
 const char* bad_indirect(Target& t) {
   if (!(t.features & kFIndirectDesc)) {
     out << "testguest: hostile " << t.name << ": no INDIRECT_DESC, indirect steps skipped\n";
@@ -116,7 +116,7 @@ const char* bad_indirect(Target& t) {
   return nullptr;
 }
 
-// SECURITY-CHECKS 4: avail.idx more than the queue size ahead, and a head out of range.
+// docs/security.md #4: avail.idx more than the queue size ahead, and a head out of range.
 const char* corrupt_ring(Target& t, bool jump) {
   const char* check = jump ? "avail.idx jump" : "avail head out of range";
   Virtqueue& q = t.probe_q();

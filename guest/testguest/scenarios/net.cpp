@@ -9,7 +9,7 @@
 // then, with testguest.net.echo=N, prints "testguest: net echo ready" and sends each of the next N
 // frames it receives back unchanged; with testguest.net.sink=N, prints "testguest: net sink ready",
 // leaves its receive ring full for ~0.5 s while the host floods it, then takes N frames whose
-// first payload bytes count 0, 1, 2, ... (SECURITY-CHECKS 16: RX resumes once the guest drains,
+// first payload bytes count 0, 1, 2, ... (docs/security.md #16: RX resumes once the guest drains,
 // and nothing the host queued meanwhile is lost or reordered). The host test decides what must
 // arrive: everything without an egress policy; with allow=10.0.2.2/32:udp:9999 only the ARP
 // request, the allowed datagram and echoes that match the rule.

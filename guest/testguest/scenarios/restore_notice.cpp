@@ -1,9 +1,9 @@
-// restore-notice: the guest side of the restore notice (issue 4 §3). It listens on vsock port 52
+// restore-notice: the guest side of the restore notice. It listens on vsock port 52
 // (the guest agent's port), prints a ready line, and waits: the host snapshots it there. Each clone
 // restored from that snapshot gets TRANSPORT_RESET (virtio 1.2 §5.10.6.6) and, from the VMM, a
-// `post_restore` request in the agent protocol (guest/agent/PROTOCOL.md) with the wall clock, fresh
-// entropy and a new token. The scenario checks all three are there, prints them, answers like the
-// agent and passes.
+// `post_restore` request in the agent protocol (common/agent/PROTOCOL.md) with the wall clock,
+// fresh entropy and a new token. The scenario checks all three are there, prints them, answers like
+// the agent and passes.
 //
 //   testguest.run=restore-notice  (needs --vsock)
 #include "guest/testguest/console.h"

@@ -1,6 +1,6 @@
 // serial-flood: a guest that writes its serial port as fast as it can, without waiting for the
 // transmitter, the way a hostile or runaway guest would. The VMM must keep what reaches the host
-// bounded (a file console's byte cap; SECURITY-CHECKS 29) and count what it drops. It writes
+// bounded (a file console's byte cap; docs/security.md #29) and count what it drops. It writes
 // 4 KiB blocks with `rep outsb`; how many exits that costs is the host's business (on the PVM
 // development hosts about 60 us per byte: 128 KiB take ~8 s).
 //

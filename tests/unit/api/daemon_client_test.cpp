@@ -1,18 +1,18 @@
-// The sandbox daemon's API client (vmm/api/sandbox) against a fake daemon on a Unix socket, and
+// The sandbox daemon's API client (clients/cpp) against a fake daemon on a Unix socket, and
 // its SSE reader.
-#include "vmm/api/sandbox/daemon_client.h"
+#include "clients/cpp/daemon_client.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <mutex>
 
-#include "guest/agent/protocol/base64.h"
+#include "clients/cpp/sse_parser.h"
+#include "common/agent/base64.h"
+#include "common/http/json_util.h"
+#include "common/http/response_writer.h"
+#include "common/http/router.h"
 #include "tests/unit/api/http_test_util.h"
-#include "vmm/api/http/json_util.h"
-#include "vmm/api/http/response_writer.h"
-#include "vmm/api/http/router.h"
-#include "vmm/api/sandbox/sse_parser.h"
 
 namespace carapace::sandbox {
 namespace {

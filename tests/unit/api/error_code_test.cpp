@@ -1,7 +1,7 @@
-// The API's error codes are one vocabulary: vmm/api/http/error_code.h (what every layer of the
+// The API's error codes are one vocabulary: common/http/error_code.h (what every layer of the
 // code base sends), docs/openapi.yaml's Error.code enum, the table in docs/api.md and the Python
 // client's code table must list exactly the same codes with the same statuses.
-#include "vmm/api/http/error_code.h"
+#include "common/http/error_code.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // JSON helpers, bearer tokens and SSE formatting.
 #include <gtest/gtest.h>
 
-#include "vmm/api/http/auth.h"
-#include "vmm/api/http/json_util.h"
-#include "vmm/api/http/response_writer.h"
+#include "common/http/auth.h"
+#include "common/http/json_util.h"
+#include "common/http/response_writer.h"
 
 namespace carapace::http {
 namespace {

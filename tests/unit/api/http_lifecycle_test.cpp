@@ -10,10 +10,10 @@
 #include <fstream>
 #include <thread>
 
+#include "common/http/http_client.h"
+#include "common/http/json_util.h"
+#include "common/http/response_writer.h"
 #include "tests/unit/api/http_test_util.h"
-#include "vmm/api/http/http_client.h"
-#include "vmm/api/http/json_util.h"
-#include "vmm/api/http/response_writer.h"
 
 namespace carapace::http {
 namespace {

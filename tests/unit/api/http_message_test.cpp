@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "vmm/api/http/chunked.h"
-#include "vmm/api/http/message_parser.h"
+#include "common/http/chunked.h"
+#include "common/http/message_parser.h"
 
 namespace carapace::http {
 namespace {

@@ -1,9 +1,9 @@
 // Routing, path parameters and query decoding.
 #include <gtest/gtest.h>
 
-#include "vmm/api/http/query.h"
-#include "vmm/api/http/response_writer.h"
-#include "vmm/api/http/router.h"
+#include "common/http/query.h"
+#include "common/http/response_writer.h"
+#include "common/http/router.h"
 
 namespace carapace::http {
 namespace {

@@ -1,4 +1,4 @@
-// SECURITY-CHECKS 26: API abuse gets a 4xx (or a refusal) and the server survives. Each test
+// docs/security.md #26: API abuse gets a 4xx (or a refusal) and the server survives. Each test
 // sends its abuse over a raw socket, checks the answer, then checks that a normal request on a
 // new connection still works.
 #include <gtest/gtest.h>
@@ -8,9 +8,9 @@
 #include <random>
 #include <thread>
 
+#include "common/http/http_client.h"
+#include "common/http/json_util.h"
 #include "tests/unit/api/http_test_util.h"
-#include "vmm/api/http/http_client.h"
-#include "vmm/api/http/json_util.h"
 
 namespace carapace::http {
 namespace {

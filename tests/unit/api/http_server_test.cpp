@@ -6,11 +6,11 @@
 #include <mutex>
 #include <thread>
 
+#include "common/http/auth.h"
+#include "common/http/http_client.h"
+#include "common/http/json_util.h"
+#include "common/http/response_writer.h"
 #include "tests/unit/api/http_test_util.h"
-#include "vmm/api/http/auth.h"
-#include "vmm/api/http/http_client.h"
-#include "vmm/api/http/json_util.h"
-#include "vmm/api/http/response_writer.h"
 
 namespace carapace::http {
 namespace {

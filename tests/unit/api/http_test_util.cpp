@@ -9,9 +9,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "vmm/api/http/body_reader.h"
-#include "vmm/api/http/http_client.h"
-#include "vmm/api/http/message_parser.h"
+#include "common/http/body_reader.h"
+#include "common/http/http_client.h"
+#include "common/http/message_parser.h"
 
 namespace carapace::http::test {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <string_view>
 
-#include "vmm/api/http/http_server.h"
-#include "vmm/api/http/http_types.h"
-#include "vmm/api/http/socket_io.h"
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
+#include "common/http/http_server.h"
+#include "common/http/http_types.h"
+#include "common/http/socket_io.h"
 
 namespace carapace::http::test {
 

@@ -1,5 +1,5 @@
-// The MCP server's JSON-RPC layer and tools against a fake sandbox (vmm/api/mcp).
-#include "vmm/api/mcp/mcp_server.h"
+// The MCP server's JSON-RPC layer and tools against a fake sandbox (clients/mcp).
+#include "clients/mcp/mcp_server.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "guest/agent/protocol/base64.h"
+#include "common/agent/base64.h"
 
 namespace carapace::mcp {
 namespace {
@@ -122,7 +122,7 @@ TEST_F(McpServerTest, PingAndToolsList) {
             (std::set<std::string>{"run_command", "write_file", "read_file", "generate_document"}));
 }
 
-// SECURITY-CHECKS 26: a hostile client gets JSON-RPC errors and the server goes on.
+// docs/security.md #26: a hostile client gets JSON-RPC errors and the server goes on.
 TEST_F(McpServerTest, JsonRpcErrors) {
   json r = raw("{not json");
   EXPECT_EQ(r["error"]["code"], kParseError);
@@ -244,7 +244,7 @@ TEST_F(McpServerTest, GenerateDocumentInline) {
   EXPECT_NE(text_of(r).find("title"), std::string::npos);
 }
 
-// SECURITY-CHECKS 28: a path from the model never chooses where a file lands on the host.
+// docs/security.md #28: a path from the model never chooses where a file lands on the host.
 TEST(McpServerOutDir, GenerateDocumentSavesOnTheHostUnderItsOwnName) {
   char tmpl[] = "/tmp/mcp-test-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
@@ -267,8 +267,8 @@ TEST(McpServerOutDir, GenerateDocumentSavesOnTheHostUnderItsOwnName) {
   std::filesystem::remove_all(dir);
 }
 
-// SECURITY-CHECKS 26: random lines, and mutations of valid requests, never crash the server; every
-// answer is one line of JSON with the JSON-RPC envelope.
+// docs/security.md #26: random lines, and mutations of valid requests, never crash the server;
+// every answer is one line of JSON with the JSON-RPC envelope.
 TEST_F(McpServerTest, SurvivesRandomInput) {
   std::mt19937 rng(42);
   const std::vector<std::string> seeds = {

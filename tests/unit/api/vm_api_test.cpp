@@ -1,15 +1,15 @@
 // The per-VM control API (`carapace run --api-sock`) against a fake VM: state machine, wrong-state
-// calls (409, nothing changed: SECURITY-CHECKS 27), bad bodies (400: SECURITY-CHECKS 26), socket
-// removed on stop.
-#include "vmm/api/control/vm_api.h"
+// calls (409, nothing changed: docs/security.md #27), bad bodies (400: docs/security.md #26),
+// socket removed on stop.
+#include "vmm/control/vm_api.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "common/http/http_client.h"
 #include "tests/unit/api/http_test_util.h"
-#include "vmm/api/http/http_client.h"
 
 namespace carapace {
 namespace {
@@ -98,7 +98,7 @@ TEST_F(VmApiTest, PauseThenResume) {
   EXPECT_EQ(r.body["state"], "running");
 }
 
-// SECURITY-CHECKS 27: a call in the wrong state is 409 and changes nothing.
+// docs/security.md #27: a call in the wrong state is 409 and changes nothing.
 TEST_F(VmApiTest, WrongStateCallsAreConflictsAndChangeNothing) {
   Reply r = call("PUT", "/vm/resume");
   EXPECT_EQ(r.status, 409);
@@ -119,7 +119,7 @@ TEST_F(VmApiTest, WrongStateCallsAreConflictsAndChangeNothing) {
   EXPECT_EQ(call("GET", "/vm").body["state"], "ended");
 }
 
-// SECURITY-CHECKS 26: malformed or unexpected bodies are 400 before anything happens.
+// docs/security.md #26: malformed or unexpected bodies are 400 before anything happens.
 TEST_F(VmApiTest, BadBodiesAreRefused) {
   EXPECT_EQ(call("PUT", "/vm/pause", "{").status, 400);
   EXPECT_EQ(call("PUT", "/vm/pause", R"({"now": true})").status, 400);
@@ -150,7 +150,7 @@ TEST_F(VmApiTest, SnapshotResumesPerFieldDefaultingToThePreviousState) {
   EXPECT_EQ(r.body["state"], "running");
 }
 
-// SECURITY-CHECKS 24: a failed snapshot is an error and leaves the VM as it was.
+// docs/security.md #24: a failed snapshot is an error and leaves the VM as it was.
 TEST_F(VmApiTest, FailedSnapshotIsAServerErrorAndTheVmGoesOn) {
   vm_.fail_snapshot = true;
   Reply r = call("PUT", "/snapshot/create", R"({"dir": "/tmp/full-disk"})");
@@ -159,7 +159,7 @@ TEST_F(VmApiTest, FailedSnapshotIsAServerErrorAndTheVmGoesOn) {
   EXPECT_EQ(call("GET", "/vm").body["state"], "running");
 }
 
-// SECURITY-CHECKS 26, 27: fork takes a bounded count and is refused once the VM ended.
+// docs/security.md #26, #27: fork takes a bounded count and is refused once the VM ended.
 TEST_F(VmApiTest, ForkChecksItsCountAndState) {
   EXPECT_EQ(call("PUT", "/vm/fork", R"({"clones": 3})").status, 200);
   EXPECT_EQ(vm_.forks, 3u);

@@ -1,4 +1,4 @@
-// The VMM's log lines are bounded (SECURITY-CHECKS 29): a guest that provokes a warning per
+// The VMM's log lines are bounded (docs/security.md #29): a guest that provokes a warning per
 // request cannot fill the per-VM log file; dropped lines are counted and reported. The limiter is
 // process-wide state, so each check runs in a forked child with stderr on a pipe.
 #include <sys/wait.h>
@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 
 namespace carapace {
 namespace {

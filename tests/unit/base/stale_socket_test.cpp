@@ -1,6 +1,6 @@
-// remove_stale_socket: what a server binding a socket path may remove (SECURITY-CHECKS 28: a path
+// remove_stale_socket: what a server binding a socket path may remove (docs/security.md #28: a path
 // that is a live server's socket or not a socket at all is left alone).
-#include "vmm/base/stale_socket.h"
+#include "common/base/stale_socket.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // TokenBucket / RateLimiter arithmetic with injected time: refill, all-or-nothing consumption,
 // wait estimates, no overflow for huge buckets or long idle periods.
-#include "vmm/base/token_bucket.h"
+#include "common/base/token_bucket.h"
 
 #include <gtest/gtest.h>
 

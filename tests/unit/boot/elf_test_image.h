@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "vmm/boot/elf_loader.h"
 
 namespace carapace::elf_test {

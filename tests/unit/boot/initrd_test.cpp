@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "vmm/memory/layout.h"
 #include "vmm/memory/ram_layout.h"
 

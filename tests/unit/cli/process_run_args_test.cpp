@@ -1,5 +1,5 @@
-// `carapace run --isolation process` flags (vmm/cli/process_run_args.h).
-#include "vmm/cli/process_run_args.h"
+// `carapace run --isolation process` flags (process_sandbox/process_run_args.h).
+#include "process_sandbox/process_run_args.h"
 
 #include <gtest/gtest.h>
 

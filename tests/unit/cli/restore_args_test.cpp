@@ -1,4 +1,4 @@
-// `carapace restore` flags and the per-clone identities (SECURITY-CHECKS 25).
+// `carapace restore` flags and the per-clone identities (docs/security.md #25).
 #include "vmm/cli/restore_args.h"
 
 #include <gtest/gtest.h>
@@ -79,7 +79,7 @@ TEST(RestoreArgs, OneCloneKeepsTheFlagsAsGiven) {
   EXPECT_EQ(c.console.path, "/tmp/c.log");
 }
 
-// SECURITY-CHECKS 25: every clone gets its own CID, socket paths, MAC, overlay and console.
+// docs/security.md #25: every clone gets its own CID, socket paths, MAC, overlay and console.
 TEST(RestoreArgs, ClonesGetDistinctIdentities) {
   auto a = parse({"--snapshot", "/s", "--clones", "20", "--vsock", "cid=100,uds=/run/v.sock",
                   "--net", "unix=/run/n.sock,mac=02:00:00:00:00:fe", "--net", "tap=tap0", "--drive",

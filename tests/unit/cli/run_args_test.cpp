@@ -102,7 +102,7 @@ TEST(RunArgsTest, EnumValuesParse) {
   EXPECT_TRUE(parse_run_args(with_kernel({"--teardown", "deferred"}))->deferred_teardown);
 }
 
-// SECURITY-CHECKS 29: a file console can be capped in bytes; a bad cap is one line.
+// docs/security.md #29: a file console can be capped in bytes; a bad cap is one line.
 TEST(RunArgsTest, ConsoleFileTakesAByteCap) {
   auto r = parse_run_args(with_kernel({"--console", "file:/tmp/a,b.log,max=4096"}));
   ASSERT_TRUE(r.ok()) << r.error().describe();

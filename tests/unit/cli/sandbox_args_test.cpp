@@ -1,9 +1,9 @@
 // `carapace sandbox` argument parsing and `carapace mcp` flags.
-#include "vmm/cli/sandbox_args.h"
+#include "clients/cpp/sandbox_args.h"
 
 #include <gtest/gtest.h>
 
-#include "vmm/cli/mcp_command.h"
+#include "clients/mcp/mcp_command.h"
 
 namespace carapace {
 namespace {

@@ -1,6 +1,6 @@
 // IoBus: range bookkeeping and dispatch. An access must lie wholly inside one device's range, so a
-// device never sees an offset past its end (SECURITY-CHECKS 9).
-#include "vmm/devices/bus.h"
+// device never sees an offset past its end (docs/security.md #9).
+#include "vmm/bus/bus.h"
 
 #include <gtest/gtest.h>
 

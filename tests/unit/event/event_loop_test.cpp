@@ -15,7 +15,7 @@
 #include <future>
 #include <thread>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 
 namespace carapace {
 namespace {

@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <fstream>
 
-#include "vmm/jail/cgroup.h"
-#include "vmm/jail/elf_deps.h"
-#include "vmm/jail/jail_config.h"
-#include "vmm/jail/jail_fs.h"
+#include "jailer/cgroup.h"
+#include "jailer/elf_deps.h"
+#include "jailer/jail_config.h"
+#include "jailer/jail_fs.h"
 
 namespace carapace {
 namespace {
@@ -197,7 +197,7 @@ namespace carapace {
 namespace {
 
 // A build tree under the host's /tmp can be bound (it is mounted over the jail's private /tmp);
-// /tmp itself or a tree holding it cannot (SECURITY-CHECKS 28).
+// /tmp itself or a tree holding it cannot (docs/security.md #28).
 TEST(JailArgs, BindsUnderTmpAreAllowedButNotTmpItself) {
   const std::string dir = ::testing::TempDir() + "jail-bind-under-tmp";
   mkdir(dir.c_str(), 0755);

@@ -1,4 +1,4 @@
-// GuestMemory bounds checks: SECURITY-CHECKS 1 (addr + len outside RAM, across a gap, overflowing
+// GuestMemory bounds checks: docs/security.md #1 (addr + len outside RAM, across a gap, overflowing
 // 64 bits must be refused without touching a host byte outside the mapping).
 #include "vmm/memory/guest_memory.h"
 

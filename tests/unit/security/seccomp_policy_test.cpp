@@ -1,4 +1,4 @@
-// The seccomp allowlists (vmm/security/seccomp_policy.cpp), checked as data (SECURITY-CHECKS 32):
+// The seccomp allowlists (vmm/security/seccomp_policy.cpp), checked as data (docs/security.md #32):
 // what no VMM thread may ever do, what the guest-facing threads must not do, and what every thread
 // needs to work and to report a violation.
 #include "vmm/security/seccomp_policy.h"

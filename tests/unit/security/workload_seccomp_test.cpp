@@ -1,6 +1,6 @@
-// The process back end's workload filter (vmm/security/workload_seccomp.h): the table as data,
+// The process back end's workload filter (process_sandbox/workload_seccomp.h): the table as data,
 // then the real filter installed in a forked child (no_new_privs is enough; no root needed).
-#include "vmm/security/workload_seccomp.h"
+#include "process_sandbox/workload_seccomp.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>

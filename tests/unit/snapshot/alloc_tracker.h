@@ -1,7 +1,7 @@
 // Records the largest single heap allocation made through operator new since the last reset, so
 // tests can show that a small hostile file never makes the decoder allocate much
-// (SECURITY-CHECKS 20). The replacement operator new/delete live in alloc_tracker.cpp and apply to
-// the whole test binary.
+// (docs/security.md #20). The replacement operator new/delete live in alloc_tracker.cpp and apply
+// to the whole test binary.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// ByteWriter/ByteReader: round trips, and the bounds every read keeps (SECURITY-CHECKS 19, 20).
+// ByteWriter/ByteReader: round trips, and the bounds every read keeps (docs/security.md #19, #20).
 #include "snapshot/byte_codec.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // MachineState <-> state file sections: round trip, and every corrupt or hostile payload refused
-// with an input error (SECURITY-CHECKS 20, 22). Also the host CPU compatibility rules.
+// with an input error (docs/security.md #20, #22). Also the host CPU compatibility rules.
 #include "snapshot/machine_state_codec.h"
 
 #include <gtest/gtest.h>
@@ -123,7 +123,7 @@ TEST(MachineStateCodec, RoundTrip) {
   EXPECT_EQ(back->virtio[1], (VirtioDeviceBlob{2, 1, {1, 2, 3}}));
 }
 
-// SECURITY-CHECKS 20: nothing stored twice: no machine-config section, the vCPU count is the
+// docs/security.md #20: nothing stored twice: no machine-config section, the vCPU count is the
 // number of vCPU sections, the template and RAM are the header's.
 TEST(MachineStateCodec, StoresEachValueOnce) {
   StateFile f = encoded(make_state(2));

@@ -1,5 +1,5 @@
 // Memory images: sparse files (zero pages left as holes), sealed memfds, MAP_PRIVATE mapping that
-// never changes the image, and SECURITY-CHECKS 21 (an image shorter than RAM refused up front).
+// never changes the image, and docs/security.md #21 (an image shorter than RAM refused up front).
 #include "snapshot/memory_image.h"
 
 #include <fcntl.h>

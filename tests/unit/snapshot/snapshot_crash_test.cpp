@@ -1,4 +1,4 @@
-// SECURITY-CHECKS 23 and 24: a writer SIGKILLed at any point, or failing on a full disk, a
+// docs/security.md #23 and #24: a writer SIGKILLed at any point, or failing on a full disk, a
 // file-size limit or a permission error, leaves the previous snapshot loadable, and the new one
 // complete or absent. Each writer is a forked child, so the kill and the limits are real.
 #include <grp.h>

@@ -1,5 +1,5 @@
 // Snapshot directories: round trip, atomic replacement and leftover cleanup, and the load-time
-// checks of SECURITY-CHECKS 19 and 21 (empty/truncated files, a short memory file, symlinks and
+// checks of docs/security.md #19 and #21 (empty/truncated files, a short memory file, symlinks and
 // FIFOs in place of files).
 #include "snapshot/snapshot_dir.h"
 

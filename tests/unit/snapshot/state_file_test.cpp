@@ -1,5 +1,5 @@
-// The state file container: round trip, and SECURITY-CHECKS 19 (empty/truncated) and 20 (bit flips
-// caught by the checksum before parsing; lengths and counts bounded by the file even when the
+// The state file container: round trip, and docs/security.md #19 (empty/truncated) and 20 (bit
+// flips caught by the checksum before parsing; lengths and counts bounded by the file even when the
 // checksum is valid; no value stored twice).
 #include "snapshot/state_file.h"
 

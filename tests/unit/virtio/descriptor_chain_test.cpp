@@ -1,5 +1,5 @@
 // DescriptorChain::parse: happy paths (direct and indirect chains) and every refusal of
-// SECURITY-CHECKS 1, 2, 3 and 5, on hand-built descriptor tables in fake guest memory.
+// docs/security.md #1, #2, #3 and #5, on hand-built descriptor tables in fake guest memory.
 #include "vmm/virtio/descriptor_chain.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// SECURITY-CHECKS 6-11 at the virtio-mmio register level, and the eventfd notification path
+// docs/security.md #6-#11 at the virtio-mmio register level, and the eventfd notification path
 // (what KVM's ioeventfd feeds) through a real EventLoop.
 #include <sys/eventfd.h>
 

@@ -1,5 +1,5 @@
 // MmioTransport snapshots: save_state/restore_state round trips (the restored device goes on
-// where the saved one stopped), and SECURITY-CHECKS 22: restored transport and queue state is
+// where the saved one stopped), and docs/security.md #22: restored transport and queue state is
 // validated exactly as if the guest had just written it; every hostile blob is refused and leaves
 // the device reset, ready for a good restore.
 #include <gtest/gtest.h>
@@ -97,7 +97,7 @@ TEST_F(MmioStateTest, RunningDeviceContinuesWhereItStopped) {
   EXPECT_EQ(ring0_.used_idx(), 2);
   EXPECT_EQ(ring0_.used(1).id, 2u);
   EXPECT_EQ(ring0_.bytes(kBufferBase + 0x800, 4), (std::vector<uint8_t>{9, 8, 7, 6}));
-  // Registers are frozen after DRIVER_OK, as on the live device (SECURITY-CHECKS 7).
+  // Registers are frozen after DRIVER_OK, as on the live device (docs/security.md #7).
   wr2(MmioReg::kQueueNum, 8);
   EXPECT_EQ(rd2(MmioReg::kQueueNum), 16u);
 }
@@ -149,7 +149,7 @@ TEST_F(MmioStateTest, SaveRestoreSaveIsStableInEveryDriverPhase) {
 
 TEST_F(MmioStateTest, BrokenDeviceStaysBrokenAndInactive) {
   init_linux();
-  ring0_.set_avail_idx(100);  // SECURITY-CHECKS 4: NEEDS_RESET
+  ring0_.set_avail_idx(100);  // docs/security.md #4: NEEDS_RESET
   wr(MmioReg::kQueueNotify, 0);
   ASSERT_TRUE(t_->status() & kNeedsReset);
   const auto blob = save();
@@ -176,7 +176,7 @@ TEST_F(MmioStateTest, SaveRefusedByTheDeviceFails) {
   EXPECT_FALSE(t_->save_state().ok());
 }
 
-// SECURITY-CHECKS 22: each hostile variant of a valid blob is refused, nothing is applied, and
+// docs/security.md #22: each hostile variant of a valid blob is refused, nothing is applied, and
 // the same target then accepts the valid blob.
 TEST_F(MmioStateTest, SecurityCheck22_HostileBlobsAreRefusedWithoutHalfActivatingTheDevice) {
   init_linux();
@@ -260,7 +260,7 @@ TEST_F(MmioStateTest, SecurityCheck22_HostileBlobsAreRefusedWithoutHalfActivatin
   }
 }
 
-// SECURITY-CHECKS 22: every single-byte change of a valid blob is either refused (leaving the
+// docs/security.md #22: every single-byte change of a valid blob is either refused (leaving the
 // device reset) or gives a device that runs safely (a request on the restored rings, then a
 // save of what was restored).
 TEST_F(MmioStateTest, SecurityCheck22_EveryByteFlipIsRefusedOrSafe) {

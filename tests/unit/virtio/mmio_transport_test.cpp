@@ -1,12 +1,12 @@
 // MmioTransport driven the way Linux's virtio_mmio driver drives it, plus the register-level
-// abuse of SECURITY-CHECKS 6-11 and the NEEDS_RESET path. The device is the test-only echo
+// abuse of docs/security.md #6-#11 and the NEEDS_RESET path. The device is the test-only echo
 // device; rings are built by hand in fake guest memory.
 #include "vmm/virtio/mmio_transport.h"
 
 #include <gtest/gtest.h>
 
+#include "common/base/log.h"
 #include "tests/unit/virtio/mmio_driver.h"
-#include "vmm/base/log.h"
 
 namespace carapace::virtio {
 namespace {
@@ -68,7 +68,7 @@ TEST_F(MmioTransportTest, QueueLeftUnreadyIsNotReadyInTheDevice) {
   ASSERT_TRUE(dev_->active());
   wr(MmioReg::kQueueSel, 1);
   EXPECT_EQ(rd(MmioReg::kQueueReady), 0u);
-  wr(MmioReg::kQueueNotify, 1);  // SECURITY-CHECKS 11
+  wr(MmioReg::kQueueNotify, 1);  // docs/security.md #11
   EXPECT_EQ(dev_->notifies, 0);
 }
 
@@ -151,7 +151,7 @@ TEST_F(MmioTransportTest, ResetClearsEverything) {
 
 TEST_F(MmioTransportTest, BrokenQueueSetsNeedsResetWithConfigInterrupt) {
   init_linux();
-  ring0_.set_avail_idx(17);  // 17 ahead of a 16-entry queue (SECURITY-CHECKS 4)
+  ring0_.set_avail_idx(17);  // 17 ahead of a 16-entry queue (docs/security.md #4)
   wr(MmioReg::kQueueNotify, 0);
   EXPECT_EQ(rd(MmioReg::kStatus), kStatusLive | kNeedsReset);
   EXPECT_EQ(rd(MmioReg::kInterruptStatus) & kIntConfigChange, kIntConfigChange);

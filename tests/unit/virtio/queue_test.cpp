@@ -1,4 +1,4 @@
-// Queue: activation checks (SECURITY-CHECKS 6, 10, 1 for rings, 22 for restored state), pop and
+// Queue: activation checks (docs/security.md #6, #10, #1 for rings, 22 for restored state), pop and
 // add_used on a hand-built ring, a corrupt avail index (4), bounded memory for a guest that
 // never reaps (12), and the event-idx suppression arithmetic with wrap-around.
 #include "vmm/virtio/queue.h"

@@ -4,9 +4,9 @@
 #include <memory>
 #include <string>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
+#include "vmm/devices/block/block_config.h"
 #include "vmm/event/event_loop.h"
-#include "vmm/machine/device_config.h"
 #include "vmm/virtio/virtio_device.h"
 
 namespace carapace {

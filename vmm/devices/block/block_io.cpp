@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 #include "vmm/devices/block/disk_file.h"
 #include "vmm/devices/block/virtio_block.h"
 
@@ -239,7 +239,7 @@ void VirtioBlock::finish_locked(uint16_t head, BlockRequest* req, uint8_t status
   } else if (req->kind == RequestKind::kFlush) {
     stats_.flushes.fetch_add(1, std::memory_order_relaxed);
   }
-  // req == nullptr: dropped, nowhere to put a status (SECURITY-CHECKS 13, 15): length 0.
+  // req == nullptr: dropped, nowhere to put a status (docs/security.md #13, #15): length 0.
   if (req != nullptr && req->status_byte.write_obj(status).ok()) used = req->used_len;
   if (ctx_) (void)ctx_->queues[0].add_used(head, used);
 }

@@ -5,7 +5,7 @@
 //     sparse copy-on-write overlay file.
 // The synchronous methods are the fallback backend (and the only one for overlays); io_uring
 // targets direct_fd() when an image has one. Offsets and lengths arrive checked against the
-// capacity by the request parser (SECURITY-CHECKS 14); images check them again, so a parser bug
+// capacity by the request parser (docs/security.md #14); images check them again, so a parser bug
 // is an I/O error, never host I/O outside the disk.
 #pragma once
 
@@ -16,7 +16,7 @@
 #include <span>
 #include <string>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 
 namespace carapace::block {
 

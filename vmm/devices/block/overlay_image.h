@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "vmm/devices/block/block_bitmap.h"
 #include "vmm/devices/block/disk_image.h"
 

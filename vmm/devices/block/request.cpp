@@ -11,7 +11,7 @@ namespace {
 static_assert(sizeof(virtio_blk_outhdr) == 16);
 static_assert(sizeof(virtio_blk_discard_write_zeroes) == 16);
 
-// [sector, sector + count) inside the disk, without overflow (SECURITY-CHECKS 14).
+// [sector, sector + count) inside the disk, without overflow (docs/security.md #14).
 bool in_capacity(uint64_t sector, uint64_t count, uint64_t capacity) {
   return sector <= capacity && count <= capacity - sector;
 }

@@ -2,11 +2,11 @@
 // at the start of the driver-readable part, the data, and a 1-byte status as the last
 // device-writable byte. Everything a guest controls is checked here, before any host I/O:
 //   - no writable byte for the status: the request is dropped (used length 0), the queue goes on
-//     (a header-only chain, a status descriptor of the wrong direction; SECURITY-CHECKS 13, 15);
-//   - an unknown type: VIRTIO_BLK_S_UNSUPP (SECURITY-CHECKS 15);
+//     (a header-only chain, a status descriptor of the wrong direction; docs/security.md #13, #15);
+//   - an unknown type: VIRTIO_BLK_S_UNSUPP (docs/security.md #15);
 //   - a data length that is not a multiple of 512, a range past the capacity or overflowing 64
 //     bits, a write-type request to a read-only disk, a GET_ID buffer shorter than 20 bytes, a
-//     short header: VIRTIO_BLK_S_IOERR with no host I/O (SECURITY-CHECKS 14).
+//     short header: VIRTIO_BLK_S_IOERR with no host I/O (docs/security.md #14).
 #pragma once
 
 #include <linux/virtio_blk.h>

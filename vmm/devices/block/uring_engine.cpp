@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 
 namespace carapace::block {
 

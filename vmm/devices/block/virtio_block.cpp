@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 
 namespace carapace {
 

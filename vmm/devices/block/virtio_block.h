@@ -8,7 +8,7 @@
 //
 // In-flight requests live in a fixed table of kQueueSize slots holding their DescriptorChain
 // (whose guest buffers the kernel reads or writes) and iovecs. Queue::pop() never hands out more
-// than the queue size unfinished chains, so the table never grows (SECURITY-CHECKS 12). reset()
+// than the queue size unfinished chains, so the table never grows (docs/security.md #12). reset()
 // cancels and waits for every in-flight io_uring request before it drops anything, so a guest
 // resetting the device mid-I/O cannot make the kernel write into freed memory.
 //
@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "vmm/base/token_bucket.h"
-#include "vmm/base/unique_fd.h"
+#include "common/base/token_bucket.h"
+#include "common/base/unique_fd.h"
 #include "vmm/devices/block/disk_image.h"
 #include "vmm/devices/block/request.h"
 #include "vmm/devices/block/uring_engine.h"

@@ -7,7 +7,7 @@
 #include <functional>
 #include <span>
 
-#include "vmm/devices/bus.h"
+#include "vmm/bus/bus.h"
 
 namespace carapace {
 

@@ -30,7 +30,7 @@
 #include <span>
 #include <vector>
 
-#include "vmm/machine/device_config.h"
+#include "vmm/devices/net/net_config.h"
 
 namespace carapace::net {
 

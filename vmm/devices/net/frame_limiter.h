@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "vmm/base/token_bucket.h"
+#include "common/base/token_bucket.h"
 
 namespace carapace::net {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <span>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
 #include "vmm/devices/net/virtio_net_abi.h"
 
 namespace carapace::net {

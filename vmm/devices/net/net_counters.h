@@ -16,11 +16,11 @@ struct NetCounters {
   // TX: guest → backend.
   Counter tx_frames{0}, tx_bytes{0};  // handed to the backend
   Counter tx_dropped_bad_header{0};   // chain shorter than the virtio_net_hdr (also bad_request)
-  Counter tx_dropped_runt{0};         // frame shorter than an Ethernet header (SECURITY-CHECKS 16)
-  Counter tx_dropped_oversized{0};    // frame longer than kMaxFrameLen (SECURITY-CHECKS 16)
-  Counter tx_dropped_backend{0};      // the backend failed it (peer gone, host error)
-  Counter tx_backend_full{0};         // times TX paused: the backend queue was full (EAGAIN)
-  Counter tx_dropped_reset{0};        // the frame held for a full backend, dropped by a reset
+  Counter tx_dropped_runt{0};       // frame shorter than an Ethernet header (docs/security.md #16)
+  Counter tx_dropped_oversized{0};  // frame longer than kMaxFrameLen (docs/security.md #16)
+  Counter tx_dropped_backend{0};    // the backend failed it (peer gone, host error)
+  Counter tx_backend_full{0};       // times TX paused: the backend queue was full (EAGAIN)
+  Counter tx_dropped_reset{0};      // the frame held for a full backend, dropped by a reset
   // Denied by the egress policy, indexed by EgressVerdict (entry 0, kAllow, stays 0).
   std::array<Counter, kEgressVerdictCount> tx_dropped_policy{};
   Counter tx_throttled{0};  // times TX paused for the rate limiter

@@ -157,7 +157,7 @@ void NetDevice::process_rx_locked() {
     if (!next->has_value()) {
       if (q.enable_notification()) continue;  // buffers arrived meanwhile
       // No buffer: keep the one frame, stop reading the backend, and wait for the driver's
-      // notify (enable_notification asked for it). SECURITY-CHECKS 16.
+      // notify (enable_notification asked for it). docs/security.md #16.
       if (!rx_waiting_) bump(counters_.rx_ring_full);  // a timer re-check is not a new pause
       rx_waiting_ = true;
       disarm_rx_locked();

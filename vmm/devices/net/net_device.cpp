@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 
 namespace carapace::net {
 

@@ -4,7 +4,7 @@
 // virtio_net_hdr_v1 in one descriptor chain, and the device writes num_buffers = 1 (§5.1.6.4).
 //
 // TX: each chain's header is skipped (nothing to honour without offloads), the frame is copied
-// out of guest memory once, checked (runt, oversized, egress policy; SECURITY-CHECKS 16) and
+// out of guest memory once, checked (runt, oversized, egress policy; docs/security.md #16) and
 // handed to the backend; drops are counted by reason. A backend whose queue is full (EAGAIN)
 // pushes back instead of losing the frame: the device keeps that one frame (its chain is
 // returned), takes no more TX chains, and resumes when the backend fd is writable (EPOLLOUT).
@@ -13,7 +13,7 @@
 // buffer for it, the device stops watching the backend fd (it leaves the event loop) and waits
 // for the driver's RX notify; further frames wait in the kernel's bounded socket/TAP queue,
 // which drops (and counts, on its side) what it cannot hold. Host memory stays bounded and the
-// event loop never spins on a readable fd it cannot serve (SECURITY-CHECKS 12, 16).
+// event loop never spins on a readable fd it cannot serve (docs/security.md #12, #16).
 // Both directions have a FrameLimiter; a throttled direction resumes from a timerfd. Each
 // handler run serves at most kBudget frames per direction and then yields the event loop
 // (level-triggered EPOLLIN or the timer brings it back), so one guest cannot starve the others.
@@ -29,11 +29,11 @@
 #include <optional>
 #include <vector>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "vmm/devices/net/frame_limiter.h"
 #include "vmm/devices/net/net_backend.h"
+#include "vmm/devices/net/net_config.h"
 #include "vmm/devices/net/net_counters.h"
-#include "vmm/machine/device_config.h"
 #include "vmm/virtio/virtio_device.h"
 
 namespace carapace::net {
@@ -65,7 +65,7 @@ class NetDevice : public virtio::VirtioDevice, public std::enable_shared_from_th
   void queue_notify(uint16_t index) override;
 
   // Snapshot (net_state.cpp): nothing but the queues. The MAC and the backend come from the
-  // restoring VM's configuration, so a clone has its own network identity (issue 4 §3); a frame
+  // restoring VM's configuration, so a clone has its own network identity; a frame
   // held for the guest stays with the old backend (a network may drop a frame).
   static constexpr uint32_t kStateVersion = 1;
   Result<virtio::DeviceSnapshot> save() override;

@@ -2,7 +2,7 @@
 
 #include <sys/random.h>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 #include "vmm/devices/net/net_device.h"
 #include "vmm/devices/net/tap_backend.h"
 #include "vmm/devices/net/unix_backend.h"

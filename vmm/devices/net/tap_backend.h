@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "vmm/devices/net/net_backend.h"
 
 namespace carapace::net {

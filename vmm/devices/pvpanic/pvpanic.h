@@ -1,6 +1,6 @@
 // A pvpanic-style panic port (QEMU's ISA pvpanic device, I/O port 0x505): the guest writes bit 0
 // (PANICKED) when it panics, and the VMM ends the run with its own outcome, so a crash is told
-// apart from a clean reset (exit status 6; SECURITY-CHECKS 31). Reads return the events the
+// apart from a clean reset (exit status 6; docs/security.md #31). Reads return the events the
 // device supports. Bit 1 (CRASH_LOADED: a crash kernel takes over) is supported and ignored: the
 // guest goes on.
 #pragma once
@@ -9,7 +9,7 @@
 #include <functional>
 #include <span>
 
-#include "vmm/devices/bus.h"
+#include "vmm/bus/bus.h"
 
 namespace carapace {
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <array>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 #include "vmm/virtio/state_codec.h"
 
 namespace carapace {

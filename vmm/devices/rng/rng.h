@@ -10,8 +10,8 @@
 #include <optional>
 #include <span>
 
-#include "vmm/base/token_bucket.h"
-#include "vmm/base/unique_fd.h"
+#include "common/base/token_bucket.h"
+#include "common/base/unique_fd.h"
 #include "vmm/virtio/virtio_device.h"
 
 namespace carapace {

@@ -1,6 +1,5 @@
 #include "vmm/devices/serial/console_sink.h"
-#include "vmm/base/log.h"
-#include "vmm/security/seccomp.h"
+#include "common/base/log.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -17,17 +16,19 @@ namespace {
 constexpr size_t kFlushThreshold = 4096;
 }  // namespace
 
-ConsoleSink::ConsoleSink(int fd, bool owned, size_t capacity, uint64_t max_total)
+ConsoleSink::ConsoleSink(int fd, bool owned, size_t capacity, uint64_t max_total, ThreadSetup setup)
     : fd_(fd), capacity_(capacity), max_total_(max_total) {
   if (owned) owned_fd_.reset(fd);
   if (fd_ >= 0)
-    writer_ = std::thread([this] {
-      // A console that cannot be filtered is not started: the guest's output would be written by an
-      // unconfined thread. The drop counter shows it.
-      Status s = apply_seccomp(ThreadRole::kConsole);
-      if (!s.ok()) {
-        LOG_ERROR("console: %s", s.error().describe().c_str());
-        return;
+    writer_ = std::thread([this, setup = std::move(setup)] {
+      // A console whose thread cannot be set up (filtered) is not started: the guest's output
+      // would be written by an unconfined thread. The drop counter shows it.
+      if (setup) {
+        Status s = setup();
+        if (!s.ok()) {
+          LOG_ERROR("console: %s", s.error().describe().c_str());
+          return;
+        }
       }
       writer_loop();
     });
@@ -38,10 +39,10 @@ ConsoleSink::~ConsoleSink() {
 }
 
 Result<std::unique_ptr<ConsoleSink>> ConsoleSink::open_file(const std::string& path,
-                                                            uint64_t max_total) {
+                                                            uint64_t max_total, ThreadSetup setup) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return sys_error("console: cannot open " + path);
-  return std::make_unique<ConsoleSink>(fd, true, kDefaultCapacity, max_total);
+  return std::make_unique<ConsoleSink>(fd, true, kDefaultCapacity, max_total, std::move(setup));
 }
 
 void ConsoleSink::put(uint8_t byte) {

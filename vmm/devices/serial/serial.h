@@ -8,8 +8,8 @@
 #include <mutex>
 #include <span>
 
-#include "vmm/devices/bus.h"
-#include "vmm/devices/irq_line.h"
+#include "vmm/bus/bus.h"
+#include "vmm/bus/irq_line.h"
 #include "vmm/devices/serial/console_sink.h"
 
 namespace carapace {
@@ -37,7 +37,7 @@ class Serial : public BusDevice {
     bool thr_empty_pending;
   };
   State save() const;
-  // Values are masked as if the guest had written them (SECURITY-CHECKS 22).
+  // Values are masked as if the guest had written them (docs/security.md #22).
   void restore(const State& state);
 
  private:

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "vmm/virtio/chain_io.h"
 
 namespace carapace::vsock {
@@ -33,7 +33,7 @@ class OutBuffer {
 
 // Credit arithmetic is done in uint32 with wrapping counters, as the spec defines it, but clamped
 // so that a peer's bogus fwd_cnt or buf_alloc can never make a result wrap into a huge credit
-// (SECURITY-CHECKS 17).
+// (docs/security.md #17).
 //
 // Bytes `peer` can still take: buf_alloc - (sent - fwd_cnt), or 0 when the peer claims to have
 // consumed more than was sent or more than it has room for.

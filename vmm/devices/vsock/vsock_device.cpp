@@ -13,8 +13,8 @@
 #include <ctime>
 #include <vector>
 
-#include "vmm/base/log.h"
-#include "vmm/base/stale_socket.h"
+#include "common/base/log.h"
+#include "common/base/stale_socket.h"
 
 namespace carapace {
 

@@ -28,7 +28,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "vmm/devices/vsock/vsock_connection.h"
 #include "vmm/devices/vsock/vsock_options.h"
 #include "vmm/devices/vsock/vsock_packet.h"

@@ -3,9 +3,9 @@
 
 #include <memory>
 
-#include "vmm/base/result.h"
+#include "common/base/result.h"
+#include "vmm/devices/vsock/vsock_config.h"
 #include "vmm/event/event_loop.h"
-#include "vmm/machine/device_config.h"
 #include "vmm/virtio/virtio_device.h"
 
 namespace carapace {

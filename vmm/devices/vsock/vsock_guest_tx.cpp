@@ -1,8 +1,8 @@
 // virtio-vsock: packets from the guest (the tx queue, virtio 1.2 §5.10.6.4). Every chain is
-// checked (SECURITY-CHECKS 17), dispatched on its op and returned to the used ring with length 0.
+// checked (docs/security.md #17), dispatched on its op and returned to the used ring with length 0.
 #include <sys/socket.h>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 #include "vmm/devices/vsock/vsock_device.h"
 
 namespace carapace {
@@ -133,7 +133,7 @@ void VirtioVsock::handle_packet_locked(const Header& h, virtio::ChainReader& pay
 }
 
 void VirtioVsock::handle_request_locked(const Header& h) {
-  // SECURITY-CHECKS 18: the cap counts every connection, in every state.
+  // docs/security.md #18: the cap counts every connection, in every state.
   if (conns_.size() >= opts_.max_connections) {
     ++stats_.refused_by_cap;
     LOG_DEBUG("virtio-vsock: connection cap (%zu) reached, refusing guest port %u",
@@ -150,7 +150,7 @@ void VirtioVsock::handle_rw_locked(Connection& c, const Header& h, virtio::Chain
     return;
   }
   if (h.len == 0) return;
-  // SECURITY-CHECKS 17: more than the buffer space we advertised (credit violated). Holding it
+  // docs/security.md #17: more than the buffer space we advertised (credit violated). Holding it
   // would let a guest grow the VMM; the connection is reset instead.
   if (h.len > c.room_for_guest(opts_.buf_alloc)) {
     ++stats_.bad_packets;

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vmm/base/log.h"
+#include "common/base/log.h"
 #include "vmm/devices/vsock/vsock_device.h"
 
 namespace carapace {
@@ -49,7 +49,7 @@ void VirtioVsock::accept_all_locked() {
       return;  // edge-triggered: the next connection wakes us again
     }
     UniqueFd sock(fd);
-    // SECURITY-CHECKS 18: past the cap the connection is closed at once (the host process
+    // docs/security.md #18: past the cap the connection is closed at once (the host process
     // sees EOF instead of an "OK").
     if (conns_.size() >= opts_.max_connections) {
       ++stats_.refused_by_cap;

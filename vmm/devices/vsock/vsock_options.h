@@ -8,7 +8,7 @@
 namespace carapace::vsock {
 
 struct VsockOptions {
-  // SECURITY-CHECKS 18: host connections per VM, in every state and both directions (host
+  // docs/security.md #18: host connections per VM, in every state and both directions (host
   // CONNECTs still handshaking included). One more guest REQUEST gets an RST; one more host
   // connection is accepted and closed at once.
   size_t max_connections = 1024;

@@ -81,7 +81,7 @@ struct Check {
   const char* why = nullptr;  // set unless accepted
 };
 
-// SECURITY-CHECKS 17: the header checks that need no connection state. `payload_bytes` is what
+// docs/security.md #17: the header checks that need no connection state. `payload_bytes` is what
 // the chain actually carries after the header. Refused: a source CID other than the guest's
 // (spoofing), a destination other than the host, a type other than stream, an unknown op, `len`
 // not equal to the payload present, `len` above kMaxPayload, and payload on a control op.

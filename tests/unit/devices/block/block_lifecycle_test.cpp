@@ -1,5 +1,5 @@
 // virtio-blk under load and over its lifecycle: requests in flight bounded by the queue size
-// (SECURITY-CHECKS 12), reset while io_uring requests are in flight, a corrupt ring, the rate
+// (docs/security.md #12), reset while io_uring requests are in flight, a corrupt ring, the rate
 // limiter (throttle, resume from the timer), and the counters.
 #include <gtest/gtest.h>
 
@@ -127,7 +127,7 @@ TEST_P(BlockLifecycleTest, DestroyingTheDeviceWithRequestsInFlightIsSafe) {
 
 TEST_P(BlockLifecycleTest, CorruptRingGoesNeedsResetAndResetRecovers) {
   open();
-  ring_->set_avail_idx(200);  // more than the queue size ahead (SECURITY-CHECKS 4)
+  ring_->set_avail_idx(200);  // more than the queue size ahead (docs/security.md #4)
   notify();
   EXPECT_EQ(rd(MmioReg::kStatus) & kNeedsReset, kNeedsReset);
   EXPECT_EQ(ring_->used_idx(), 0);

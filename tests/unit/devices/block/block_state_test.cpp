@@ -1,6 +1,6 @@
 // virtio-blk snapshots: requests in flight on io_uring are completed before the state is saved
 // (a restored queue starts with nothing in flight); a restored device serves the same ring; a
-// drive of another capacity or mode is refused (SECURITY-CHECKS 22).
+// drive of another capacity or mode is refused (docs/security.md #22).
 #include <gtest/gtest.h>
 
 #include "tests/unit/devices/block/block_fixture.h"

@@ -1,6 +1,6 @@
 // virtio-blk end to end through MmioTransport on fake guest memory, every test on both backends
 // (synchronous and io_uring): each request type, read-only drives, the configuration space and
-// SECURITY-CHECKS 13, 14 and 15.
+// docs/security.md #13, #14 and #15.
 #include <gtest/gtest.h>
 
 #include "tests/unit/devices/block/block_fixture.h"

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "vmm/devices/bus.h"
+#include "vmm/bus/bus.h"
 
 namespace carapace {
 namespace {

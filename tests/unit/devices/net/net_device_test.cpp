@@ -31,7 +31,7 @@ TEST_F(NetDeviceTest, IdentityFeaturesAndConfigSpace) {
   EXPECT_EQ(rd(MmioReg::kQueueNumMax), 0u);
   EXPECT_EQ(read_config(0, 6), (std::vector<uint8_t>{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}));
   EXPECT_EQ(read_config(6, 2), (std::vector<uint8_t>{kStatusLinkUp, 0}));
-  // Odd widths and offsets, and reads past the struct, are harmless (SECURITY-CHECKS 9).
+  // Odd widths and offsets, and reads past the struct, are harmless (docs/security.md #9).
   EXPECT_EQ(read_config(3, 1), (std::vector<uint8_t>{0x33}));
   EXPECT_EQ(read_config(8, 4), (std::vector<uint8_t>{0, 0, 0, 0}));
   // Writes do not change the MAC.

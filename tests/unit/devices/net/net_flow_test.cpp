@@ -1,4 +1,4 @@
-// virtio-net flow control: a host flooding a full RX ring (SECURITY-CHECKS 16), rate limits in
+// virtio-net flow control: a host flooding a full RX ring (docs/security.md #16), rate limits in
 // both directions, a corrupt ring, and resets in the middle of traffic.
 #include <gtest/gtest.h>
 
@@ -199,7 +199,7 @@ uint32_t fill_peer_queue(const std::string& peer_path, UniqueFd& filler) {
   return n;
 }
 
-// Finding from issue 3: TX frames used to be dropped when the harness's socket was full. With
+// Found in review: TX frames used to be dropped when the harness's socket was full. With
 // max_dgram_qlen at 10 a burst lost frames. Now the device keeps the frame, stops taking chains
 // and resumes when the guest notifies again or the socket becomes writable.
 TEST_F(NetFlowTest, TxWaitsForAFullDatagramPeerInsteadOfDropping) {

@@ -1,6 +1,6 @@
 // virtio-net snapshots through the transport: a restored device serves the same rings (cursors
-// kept) with the MAC of its own configuration (a clone's network identity, issue 4 §3); a device
-// part it cannot read is refused (SECURITY-CHECKS 22).
+// kept) with the MAC of its own configuration (a clone's network identity); a device
+// part it cannot read is refused (docs/security.md #22).
 #include <gtest/gtest.h>
 
 #include "tests/unit/devices/net/net_fixture.h"

@@ -1,4 +1,4 @@
-// The pvpanic port: bit 0 written ends the run as a guest panic (SECURITY-CHECKS 31); anything
+// The pvpanic port: bit 0 written ends the run as a guest panic (docs/security.md #31); anything
 // else is harmless.
 #include "vmm/devices/pvpanic/pvpanic.h"
 

@@ -1,5 +1,5 @@
 // virtio-rng snapshots through the transport: a restored device goes on serving the same ring
-// where the saved one stopped; a device part it cannot read is refused (SECURITY-CHECKS 22).
+// where the saved one stopped; a device part it cannot read is refused (docs/security.md #22).
 #include <gtest/gtest.h>
 
 #include "tests/unit/virtio/test_ring.h"

@@ -1,5 +1,5 @@
 // ConsoleSink: bytes reach the fd in order; a reader that stops reading makes the sink drop and
-// count bytes instead of growing (SECURITY-CHECKS 29); close() writes out what was accepted.
+// count bytes instead of growing (docs/security.md #29); close() writes out what was accepted.
 #include "vmm/devices/serial/console_sink.h"
 
 #include <fcntl.h>
@@ -52,7 +52,7 @@ TEST(ConsoleSinkTest, PutsAfterCloseAreDroppedAndCounted) {
   EXPECT_EQ(pipe.finish(), "ab");
 }
 
-// SECURITY-CHECKS 29: a file console with a total cap takes that many bytes and no more, however
+// docs/security.md #29: a file console with a total cap takes that many bytes and no more, however
 // long the guest floods; the rest is dropped and counted.
 TEST(ConsoleSinkTest, TotalCapDropsAndCountsTheRest) {
   PipeReader pipe;

@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 
 namespace carapace::testing {
 

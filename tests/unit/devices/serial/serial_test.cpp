@@ -1,5 +1,5 @@
 // The 16550A UART seen from the guest: register file, interrupts, loopback, the receive FIFO, and
-// accesses of every width at every offset (SECURITY-CHECKS 9).
+// accesses of every width at every offset (docs/security.md #9).
 #include "vmm/devices/serial/serial.h"
 
 #include <gtest/gtest.h>

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vmm/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 
 namespace carapace::vsock::fake {
 

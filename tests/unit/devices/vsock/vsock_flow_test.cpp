@@ -241,7 +241,7 @@ TEST_F(VsockTest, CorruptRxRingNeedsResetAndNothingElse) {
   start();
   UniqueFd listener = unix_listen(port_path(5000));
   HostConn c = open_from_guest(listener.get(), 5000, 1234);
-  // avail.idx far beyond what the ring holds (SECURITY-CHECKS 4).
+  // avail.idx far beyond what the ring holds (docs/security.md #4).
   (void)mem_.write_obj(GuestAddress(0x2000 + 2), uint16_t{1000});
   send_all(c.fd.get(), "data");
   dev_->service_host_sockets();
@@ -274,7 +274,7 @@ size_t fill_until_buffered(FakeVsockGuest& guest, VirtioVsock& dev, uint32_t buf
   return s.sent;
 }
 
-// Finding from issue 3: a guest RST used to drop what the device still held for the host socket.
+// Found in review: a guest RST used to drop what the device still held for the host socket.
 // virtio 1.2 §5.10.6.5: the RST ends the connection at once, but bytes the guest already sent
 // (within its credit) are delivered first, as Linux's own vsock transport does for a peer's RST.
 TEST_F(VsockTest, GuestRstStillDeliversBytesBufferedForTheHost) {
@@ -335,7 +335,7 @@ TEST_F(VsockTest, DrainAfterGuestRstIsBoundedByTheShutdownTimeout) {
   EXPECT_TRUE(sees_eof(c.fd.get()));
   c.fd.reset();
   listener.reset();
-  EXPECT_EQ(count_socket_fds(), baseline);  // no host fd leaks (SECURITY-CHECKS 18)
+  EXPECT_EQ(count_socket_fds(), baseline);  // no host fd leaks (docs/security.md #18)
 }
 
 }  // namespace

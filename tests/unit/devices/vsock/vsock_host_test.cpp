@@ -7,8 +7,8 @@
 #include <chrono>
 #include <thread>
 
+#include "common/agent/agent_client.h"
 #include "tests/unit/devices/vsock/vsock_fixture.h"
-#include "vmm/api/agent_client.h"
 #include "vmm/virtio/mmio_transport.h"
 
 namespace carapace::vsock::fake {

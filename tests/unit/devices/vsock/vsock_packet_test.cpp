@@ -1,4 +1,4 @@
-// The pure parts of virtio-vsock: header checks (SECURITY-CHECKS 17), credit arithmetic, the
+// The pure parts of virtio-vsock: header checks (docs/security.md #17), credit arithmetic, the
 // CONNECT line.
 #include "vmm/devices/vsock/vsock_packet.h"
 

@@ -1,4 +1,4 @@
-// SECURITY-CHECKS 17 (bad packets: RST or drop; credit that cannot overflow) and 18 (a per-VM
+// docs/security.md #17 (bad packets: RST or drop; credit that cannot overflow) and 18 (a per-VM
 // connection cap; no host fd leaks), end to end through the device's queues.
 #include <gtest/gtest.h>
 
@@ -255,7 +255,7 @@ TEST_F(VsockTest, SecurityCheck18_RstBacklogStallsTxInsteadOfGrowing) {
     EXPECT_EQ(p.hdr.op, kOpRst);
 }
 
-// SECURITY-CHECKS 12/18: a guest that opens and resets connections forever while never giving
+// docs/security.md #12/18: a guest that opens and resets connections forever while never giving
 // an rx buffer keeps the device's backlog bounded.
 TEST_F(VsockTest, SecurityCheck18_ConnectResetChurnWithoutRxBuffersStaysBounded) {
   make_device();

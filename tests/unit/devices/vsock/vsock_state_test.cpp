@@ -2,7 +2,7 @@
 // guest with VIRTIO_VSOCK_EVENT_TRANSPORT_RESET (virtio 1.2 §5.10.6.6) - at once when the driver
 // left an event buffer, else when it gives one - shows the CID of its own configuration, and
 // serves new connections on the same rings once the driver has taken the reset. A device part it
-// cannot read is refused (SECURITY-CHECKS 22).
+// cannot read is refused (docs/security.md #22).
 #include <gtest/gtest.h>
 
 #include "tests/unit/devices/vsock/vsock_fixture.h"

@@ -1,0 +1,125 @@
+#include "clients/mcp/mcp_command.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+
+#include "clients/mcp/daemon_sandbox.h"
+#include "clients/mcp/mcp_server.h"
+#include "common/base/exit_code.h"
+#include "common/base/flag_values.h"
+
+namespace carapace {
+
+const char kMcpUsage[] =
+    "usage: carapace mcp [--socket PATH] (--template ID | --sandbox ID) [--out-dir DIR]\n"
+    "                    [--timeout S]\n"
+    "A Model Context Protocol server on stdin/stdout (newline-delimited JSON-RPC 2.0) with the\n"
+    "tools run_command, write_file, read_file and generate_document, acting on one sandbox of\n"
+    "the daemon (`carapace serve`):\n"
+    "  --template ID   create a sandbox from this template on the first tool call; it is\n"
+    "                  destroyed when stdin closes or on SIGTERM/SIGINT\n"
+    "  --sandbox ID    use this existing sandbox (left running)\n"
+    "  --out-dir DIR   generate_document writes documents here on the host (else inline, base64)\n"
+    "  --timeout S     time to live of the sandbox it creates (default: the daemon's)\n"
+    "  --socket PATH   the daemon's socket (default: $CARAPACE_SOCKET, else /run/carapace.sock)\n"
+    "Logs go to stderr; stdout carries only JSON-RPC.\n";
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) {
+  g_stop.store(true);
+}
+
+Error bad(std::string msg) {
+  return as_invalid_input(make_error(std::move(msg)));
+}
+
+}  // namespace
+
+Result<McpArgs> parse_mcp_args(const std::vector<std::string>& args) {
+  McpArgs out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& f = args[i];
+    if (f == "--help" || f == "-h") {
+      out.help = true;
+      return out;
+    }
+    auto value = [&]() -> Result<std::string> {
+      if (i + 1 >= args.size() || args[i + 1].empty()) return bad(f + ": missing value");
+      return args[++i];
+    };
+    if (f == "--socket") {
+      out.socket = TRY(value());
+    } else if (f == "--template") {
+      out.template_id = TRY(value());
+    } else if (f == "--sandbox") {
+      out.sandbox_id = TRY(value());
+    } else if (f == "--out-dir") {
+      out.out_dir = TRY(value());
+    } else if (f == "--timeout") {
+      out.timeout_s = TRY(parse_u64(f, TRY(value())));
+      if (out.timeout_s == 0) return bad("--timeout: must be at least 1");
+    } else {
+      return bad("unknown option '" + f + "'");
+    }
+  }
+  if (out.template_id.empty() == out.sandbox_id.empty())
+    return bad("exactly one of --template ID and --sandbox ID is required");
+  return out;
+}
+
+int cmd_mcp(const std::vector<std::string>& args) {
+  auto parsed = parse_mcp_args(args);
+  if (!parsed.ok()) {
+    fprintf(stderr, "carapace mcp: %s\n", parsed.error().describe().c_str());
+    return kExitUsage;
+  }
+  if (parsed->help) {
+    fputs(kMcpUsage, stdout);
+    return kExitOk;
+  }
+  if (!parsed->out_dir.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(parsed->out_dir, ec)) {
+      fprintf(stderr, "carapace mcp: --out-dir %s: not a directory\n", parsed->out_dir.c_str());
+      return kExitUsage;
+    }
+    parsed->out_dir = std::filesystem::absolute(parsed->out_dir, ec).string();
+  }
+  // SIGTERM/SIGINT end the loop (poll wakes within its period) so the sandbox is destroyed;
+  // a client that closes our stdout must not kill us with SIGPIPE before that.
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  sandbox::DaemonClient client(sandbox::resolve_socket(parsed->socket));
+  mcp::DaemonSandbox box(std::move(client), parsed->template_id, parsed->sandbox_id,
+                         parsed->timeout_s);
+  mcp::McpOptions options;
+  options.out_dir = parsed->out_dir;
+  mcp::McpServer server(box, options);
+  fprintf(stderr, "carapace mcp: serving on stdio (daemon %s)\n",
+          sandbox::resolve_socket(parsed->socket).c_str());
+  Status served = server.serve(STDIN_FILENO, STDOUT_FILENO, g_stop);
+  int rc = kExitOk;
+  if (!served.ok()) {
+    fprintf(stderr, "carapace mcp: %s\n", served.error().describe().c_str());
+    rc = kExitHostError;
+  }
+  if (Status s = box.close(); !s.ok()) {
+    fprintf(stderr, "carapace mcp: destroying the sandbox: %s\n", s.error().describe().c_str());
+    rc = kExitHostError;
+  }
+  return rc;
+}
+
+}  // namespace carapace

@@ -1,0 +1,414 @@
+// The process back end (backend.h): each sandbox is a `carapace run --isolation
+// process` child of the daemon — the guest agent itself in a jail on the host kernel
+// (process_sandbox/process_sandbox.h). WEAKER THAN A MICROVM: the workload shares the host kernel.
+// A template is only checks (and one trial instance); a pool of started instances whose agent
+// answered makes a hand-out a ping. Pause and resume freeze the sandbox's cgroup (v2
+// cgroup.freeze). Each instance gets a fresh random token, written to a 0600 file that the
+// supervisor reads before it starts anything and that is removed once the agent answered.
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "common/base/log.h"
+#include "common/base/unique_fd.h"
+#include "daemon/backends/backend.h"
+#include "daemon/backends/microvm_args.h"
+#include "daemon/backends/microvm_process.h"
+#include "jailer/cgroup.h"
+#include "jailer/jail_fs.h"
+#include "jailer/supervisor.h"
+#include "process_sandbox/process_sandbox.h"
+
+namespace carapace::service {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr size_t kTokenBytes = 16;
+constexpr int kStopTimeoutMs = 10'000;
+constexpr uint64_t kPidsMax = 1024;
+constexpr int kMaxPooledTries = 3;
+constexpr char kWeaker[] =
+    "process isolation is weaker than a microVM: the workload shares the host kernel "
+    "(namespaces, seccomp and cgroups are its only walls)";
+
+Error bad(const std::string& m) {
+  return as_invalid_input(make_error(m));
+}
+
+// Host uids for sandboxes, unique among the daemon's live instances (every template shares it).
+// Each daemon starts at its own offset, so two daemons on one host rarely hand out the same uid.
+uid_t next_sandbox_uid() {
+  static std::atomic<uint32_t> next{static_cast<uint32_t>(::getpid()) * 7919u};
+  return kDerivedUidBase + next.fetch_add(1) % kDerivedUidSpan;
+}
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+Status write_token_file(const std::string& path, const std::string& token) {
+  ::unlink(path.c_str());
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) return sys_error("create " + path);
+  const std::string line = token + "\n";
+  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    return sys_error("write " + path);
+  return ok_status();
+}
+
+struct InstancePaths {
+  std::string name;  // the sandbox id: <template>-<n>
+  std::string sock, token, log, jail_base;
+};
+
+class ProcessInstance : public Instance {
+ public:
+  ProcessInstance(VmmProcess p, InstancePaths paths, std::string token, uid_t uid)
+      : process_(std::move(p)), paths_(std::move(paths)), uid_(uid) {
+    agent_.kind = AgentEndpoint::Kind::kUnix;
+    agent_.path = paths_.sock;
+    agent_.token = std::move(token);
+  }
+  ~ProcessInstance() override { destroy(); }
+
+  // Pings with the token until the agent answers with it set, or the supervisor ends.
+  Status wait_ready(milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    std::string last = "no attempt";
+    while (Clock::now() < deadline) {
+      if (!process_.alive())
+        return make_error("sandbox ended before its agent answered: " + exit_description());
+      auto c = agent_.connect();
+      if (c.ok()) {
+        c->set_io_timeout_ms(2000);
+        auto p = c->ping();
+        if (p.ok() && p->token_set) {
+          ::unlink(paths_.token.c_str());
+          return ok_status();
+        }
+        last = p.ok() ? "agent has no token" : p.error().describe();
+      } else {
+        last = c.error().describe();
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return make_error("agent did not answer within " + std::to_string(timeout.count()) + " ms (" +
+                      last + "); log: " + file_tail(paths_.log));
+  }
+
+  const AgentEndpoint& agent() const override { return agent_; }
+  Status pause() override { return set_frozen(true); }
+  Status resume() override { return set_frozen(false); }
+  bool paused() const override { return paused_; }
+  bool alive() override { return process_.alive(); }
+  std::string exit_description() override {
+    std::string d = process_.describe_exit();
+    if (d == "running") return d;
+    // The supervisor exits with the agent's status (128+N for signal N) and logs an OOM kill.
+    const std::string log = file_tail(paths_.log, 600);
+    std::string why = d;
+    if (d.rfind("vmm exited with status ", 0) == 0) {
+      int code = std::atoi(d.c_str() + 23);
+      if (code > 128 && code < 128 + 65) {
+        const char* abbrev = ::sigabbrev_np(code - 128);
+        why = std::string("agent killed by SIG") + (abbrev ? abbrev : "?");
+      } else {
+        why = "sandbox exited with status " + std::to_string(code);
+      }
+    } else {
+      why = "sandbox supervisor " + d.substr(d.find(' ') + 1);
+    }
+    if (log.find("memory limit of") != std::string::npos) why += " (memory limit)";
+    return why;
+  }
+  int pid() const override { return process_.pid(); }
+  nlohmann::json describe() const override {
+    return nlohmann::json{{"pid", process_.pid()},
+                          {"isolation", "process"},
+                          {"warning", kWeaker},
+                          {"agent_sock", paths_.sock},
+                          {"log", paths_.log},
+                          {"jail", paths_.jail_base + "/" + paths_.name},
+                          {"cgroup", "carapace/process-" + paths_.name},
+                          {"host_uid", uid_},
+                          {"paused", paused_},
+                          // For the daemon's crash recovery (backend.h): the files all inside
+                          // ctx.dir, and the jail's cgroups.
+                          {"cgroups", nlohmann::json::array({"process-" + paths_.name})},
+                          {"files", nlohmann::json::array({paths_.sock, paths_.token, paths_.log,
+                                                           paths_.jail_base + "/" + paths_.name})}};
+  }
+  std::map<std::string, uint64_t> counters() override { return {}; }
+
+  // SIGTERM to the supervisor, which kills the sandbox and removes its jail folder, cgroups and
+  // socket link; SIGKILL after a while, then the same removal from here. Idempotent.
+  void destroy() {
+    if (destroyed_) return;
+    destroyed_ = true;
+    if (process_.alive()) {
+      if (paused_) (void)set_frozen(false);
+      ::kill(process_.pid(), SIGTERM);  // our unreaped child: the pid cannot be reused
+      if (!process_.wait_exit(kStopTimeoutMs)) {
+        LOG_WARN("process sandbox %s: supervisor did not stop; killing it", paths_.name.c_str());
+        process_.kill();
+      }
+    }
+    remove_leftovers();
+    for (const std::string& f : {paths_.sock, paths_.token, paths_.log})
+      ::unlink(f.c_str());
+  }
+
+ private:
+  // What a supervisor that died without cleaning up leaves: the jail folder and empty cgroups.
+  void remove_leftovers() {
+    // The supervisor is reaped (destroy()); its init may still hold the folder's lock.
+    if (Status s = remove_jail_leftovers(paths_.jail_base, paths_.name, "process-" + paths_.name,
+                                         JailLeftovers::kSupervisorGone);
+        !s.ok())
+      LOG_WARN("process sandbox %s: %s", paths_.name.c_str(), s.error().describe().c_str());
+  }
+
+  Status set_frozen(bool frozen) {
+    if (frozen == paused_)
+      return bad(frozen ? "sandbox is already paused" : "sandbox is not paused");
+    if (!process_.alive()) return bad("sandbox has ended");
+    auto mounts = TRY(detect_cgroup_mounts());
+    if (mounts.unified.empty())
+      return make_error("pause needs the cgroup v2 freezer (no unified cgroup tree mounted)");
+    const std::string path = mounts.unified + "/carapace/process-" + paths_.name + "/cgroup.freeze";
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd.valid()) return sys_error("open " + path);
+    if (::write(fd.get(), frozen ? "1" : "0", 1) != 1) return sys_error("write " + path);
+    paused_ = frozen;
+    return ok_status();
+  }
+
+  VmmProcess process_;
+  InstancePaths paths_;
+  uid_t uid_;
+  AgentEndpoint agent_;
+  bool paused_ = false;
+  bool destroyed_ = false;
+};
+
+class ProcessTemplate : public TemplateBackend {
+ public:
+  ProcessTemplate(TemplateSpec spec, BackendContext ctx)
+      : spec_(std::move(spec)), ctx_(std::move(ctx)), jail_base_(ctx_.dir + "/jails") {}
+  ~ProcessTemplate() override { shutdown(); }
+
+  // Starts one sandbox to prove the template works; it becomes the first pooled one.
+  Status build() {
+    const auto t0 = Clock::now();
+    remove_stale_jails();
+    auto first = start();
+    if (!first.ok()) return make_error("template build: " + first.error().describe());
+    build_ms_ = ms_since(t0);
+    if (spec_.pool_size > 0) ready_.push_back(std::move(*first));
+    if (spec_.pool_size > 0) refill_ = std::thread([this] { refill_loop(); });
+    return ok_status();
+  }
+
+  Result<std::unique_ptr<Instance>> acquire(const InstanceOptions& opts, bool* from_pool) override {
+    if (from_pool) *from_pool = false;
+    if (!opts.egress_allow.empty())
+      return bad(
+          "network.allow: egress is not supported by the process back end yet (its sandboxes "
+          "have no network)");
+    for (int tries = 0; tries < kMaxPooledTries; ++tries) {
+      std::unique_ptr<ProcessInstance> sb;
+      {
+        std::lock_guard lock(mu_);
+        if (stopping_) return make_error("template is shutting down");
+        if (ready_.empty()) break;
+        sb = std::move(ready_.front());
+        ready_.pop_front();
+      }
+      cv_.notify_all();
+      // A pooled sandbox that died or whose agent stays silent is destroyed, never handed out.
+      if (!sb->alive() || !sb->wait_ready(milliseconds(2000)).ok()) {
+        LOG_WARN("template %s: pooled sandbox %d unusable (%s); replacing it",
+                 ctx_.template_id.c_str(), sb->pid(), sb->exit_description().c_str());
+        continue;
+      }
+      std::lock_guard lock(mu_);
+      ++hits_;
+      if (from_pool) *from_pool = true;
+      return std::unique_ptr<Instance>(std::move(sb));
+    }
+    {
+      std::lock_guard lock(mu_);
+      ++misses_;
+    }
+    return std::unique_ptr<Instance>(TRY(start()));
+  }
+
+  Result<std::vector<std::unique_ptr<Instance>>> fork(Instance&, uint32_t) override {
+    return bad("fork needs isolation microvm");
+  }
+
+  PoolStats pool_stats() override {
+    std::lock_guard lock(mu_);
+    return PoolStats{static_cast<uint32_t>(ready_.size()), spec_.pool_size, hits_, misses_,
+                     refill_failures_};
+  }
+
+  nlohmann::json describe() const override {
+    return nlohmann::json{{"build_ms", build_ms_},
+                          {"rootfs", spec_.rootfs},
+                          {"mem_mib", spec_.mem_mib},
+                          {"isolation", "process"},
+                          {"warning", kWeaker}};
+  }
+
+  void shutdown() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (refill_.joinable()) refill_.join();
+    std::deque<std::unique_ptr<ProcessInstance>> pooled;
+    {
+      std::lock_guard lock(mu_);
+      pooled.swap(ready_);
+    }
+    pooled.clear();
+  }
+
+ private:
+  // What sandboxes of an earlier run on this folder left with no record to clean them up by (a
+  // daemon killed while it was starting them): their jails, with any process still in their
+  // cgroups. A jail whose supervisor still lives (its folder locked) is left alone.
+  void remove_stale_jails() {
+    DIR* d = ::opendir(jail_base_.c_str());
+    if (d == nullptr) return;
+    std::vector<std::string> ids;
+    while (dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') ids.push_back(e->d_name);
+    ::closedir(d);
+    for (const auto& id : ids)
+      if (Status s = remove_jail_leftovers(jail_base_, id, "process-" + id); !s.ok())
+        LOG_WARN("%s: %s", jail_base_.c_str(), s.error().describe().c_str());
+  }
+
+  Result<std::unique_ptr<ProcessInstance>> start() {
+    InstancePaths p;
+    // The sandbox id names its jail folder and cgroups: [A-Za-z0-9-] only, at most 64.
+    p.name = ctx_.template_id.substr(0, 40) + "-" + std::to_string(next_++);
+    for (char& c : p.name)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') c = '-';
+    p.sock = ctx_.dir + "/" + p.name + ".sock";
+    p.token = ctx_.dir + "/" + p.name + ".token";
+    p.log = ctx_.dir + "/" + p.name + ".log";
+    p.jail_base = jail_base_;
+    const std::string token = TRY(random_hex(kTokenBytes));
+    TRY_STATUS(write_token_file(p.token, token));
+    const uid_t uid = next_sandbox_uid();
+    std::vector<std::string> argv = {ctx_.carapace_exe,
+                                     "run",
+                                     "--isolation",
+                                     "process",
+                                     "--rootfs",
+                                     spec_.rootfs,
+                                     "--agent-sock",
+                                     p.sock,
+                                     "--id",
+                                     p.name,
+                                     "--token-file",
+                                     p.token,
+                                     "--chroot-base",
+                                     jail_base_,
+                                     "--uid",
+                                     std::to_string(uid),
+                                     "--pids-max",
+                                     std::to_string(kPidsMax)};
+    if (spec_.mem_mib > 0) argv.insert(argv.end(), {"--mem-limit", std::to_string(spec_.mem_mib)});
+    if (spec_.vcpus > 0)
+      argv.insert(argv.end(), {"--cpu-quota", std::to_string(spec_.vcpus * 100)});
+    if (!ctx_.agent_exe.empty()) argv.insert(argv.end(), {"--agent", ctx_.agent_exe});
+    auto proc = VmmProcess::spawn(argv, p.log);
+    if (!proc.ok()) {
+      ::unlink(p.token.c_str());
+      return make_error("starting the sandbox: " + proc.error().describe());
+    }
+    auto sb = std::make_unique<ProcessInstance>(std::move(*proc), p, token, uid);
+    TRY_STATUS(sb->wait_ready(std::chrono::seconds(spec_.agent_timeout_s)));
+    return sb;
+  }
+
+  void refill_loop() {
+    milliseconds backoff{0};
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      std::erase_if(ready_, [](auto& sb) { return !sb->alive(); });
+      if (ready_.size() >= spec_.pool_size || backoff.count() > 0) {
+        cv_.wait_for(lock, backoff.count() > 0 ? backoff : milliseconds(1000));
+        backoff = milliseconds(0);
+        continue;
+      }
+      lock.unlock();
+      auto sb = start();
+      lock.lock();
+      if (!sb.ok()) {
+        ++refill_failures_;
+        LOG_WARN("template %s: pool refill: %s", ctx_.template_id.c_str(),
+                 sb.error().describe().c_str());
+        backoff = milliseconds(1000);
+        continue;
+      }
+      if (stopping_) break;
+      ready_.push_back(std::move(*sb));
+    }
+  }
+
+  const TemplateSpec spec_;
+  const BackendContext ctx_;
+  const std::string jail_base_;
+  double build_ms_ = 0;
+  std::atomic<uint64_t> next_{0};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<ProcessInstance>> ready_;
+  bool stopping_ = false;
+  uint64_t hits_ = 0, misses_ = 0, refill_failures_ = 0;
+  std::thread refill_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<TemplateBackend>> create_process_backend(const TemplateSpec& spec,
+                                                                const BackendContext& ctx) {
+  if (spec.isolation != Isolation::kProcess) return bad("process back end: wrong isolation");
+  if (spec.rootfs.empty()) return bad("rootfs: required for process templates (an ext4 image)");
+  if (!spec.kernel.empty() || !spec.initrd.empty() || !spec.boot_args.empty())
+    return bad("kernel, initrd, boot_args: not used by process templates");
+  if (spec.network) return bad("network: not supported by the process back end yet (no egress)");
+  if (spec.agent_timeout_s == 0) return bad("agent_timeout_s: at least 1");
+  if (spec.mem_mib != 0 && spec.mem_mib < 16) return bad("mem_mib: at least 16");
+  struct stat st {};
+  if (::stat(spec.rootfs.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return bad("rootfs: " + spec.rootfs + " is not a regular file");
+  if (ctx.carapace_exe.empty() || ctx.dir.empty())
+    return make_error("process back end: no carapace binary or state folder");
+  if (::geteuid() != 0)
+    return make_error("process back end: the daemon must run as root (loop mount, namespaces)");
+  TRY_STATUS(check_dir_fits_sockets(ctx.dir));
+  auto t = std::make_unique<ProcessTemplate>(spec, ctx);
+  TRY_STATUS(t->build());
+  return std::unique_ptr<TemplateBackend>(std::move(t));
+}
+
+}  // namespace carapace::service

@@ -1,0 +1,154 @@
+// SandboxService: the core of `carapace serve` (docs/api.md), without HTTP. It keeps the registry
+// of templates and sandboxes, hands out ids, enforces the daemon's limits, destroys sandboxes when
+// their time to live runs out (reaper thread) or their agent stops answering (health thread),
+// records what it runs in the state directory so a restart can clean up after a crash, and keeps
+// the metrics. Back ends are made through injectable factories, so tests run the whole daemon
+// over a fake back end.
+//
+// Locking: `mu_` guards the maps, reservations and expiry times; each sandbox's own `mu` guards
+// its Instance (pause/resume/fork/destroy). Slow work (template builds, acquire, destroy, agent
+// calls) runs with neither held, so one slow sandbox never stalls the API.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "carapace/version.h"
+#include "daemon/backends/backend.h"
+#include "daemon/core/api_result.h"
+#include "daemon/core/daemon_config.h"
+#include "daemon/core/service_metrics.h"
+#include "daemon/core/state_store.h"
+
+namespace carapace::service {
+
+using BackendFactory = std::function<Result<std::unique_ptr<TemplateBackend>>(
+    const TemplateSpec&, const BackendContext&)>;
+
+struct ServiceOptions {
+  DaemonConfig config;
+  std::string state_dir;
+  // One per isolation this daemon offers; a template asking for another one is refused (400).
+  std::map<Isolation, BackendFactory> factories;
+  Isolation default_isolation = Isolation::kProcess;
+  bool kvm = false;  // /dev/kvm opens and KVM_CREATE_VM works
+  // "vmx", "svm" or "none" (/proc/cpuinfo): informational; without it KVM may be an emulating
+  // module (such as PVM) on which a standard Linux guest boots very slowly.
+  std::string cpu_virtualization = "none";
+  std::string carapace_exe;
+  std::string agent_exe;
+  std::string version = CARAPACE_VERSION;
+};
+
+// A running sandbox's agent, for exec, files and documents.
+struct AgentTarget {
+  std::string sandbox_id;
+  AgentEndpoint endpoint;
+  std::vector<std::pair<std::string, std::string>> env;  // the sandbox's env
+};
+
+class SandboxService {
+ public:
+  // Opens the state dir, cleans up what a crashed run left, reloads templates and starts the
+  // reaper and health threads.
+  static Result<std::unique_ptr<SandboxService>> start(ServiceOptions options);
+  ~SandboxService();
+  SandboxService(const SandboxService&) = delete;
+  SandboxService& operator=(const SandboxService&) = delete;
+
+  // Destroys every sandbox; templates are shut down and, with on_shutdown "destroy", removed
+  // (with "persist" their records stay for the next start). Idempotent.
+  void shutdown();
+
+  nlohmann::json health();
+
+  ApiResult<nlohmann::json> create_template(const nlohmann::json& body);
+  nlohmann::json list_templates();
+  ApiResult<nlohmann::json> get_template(const std::string& id);
+  ApiStatus delete_template(const std::string& id);
+
+  ApiResult<nlohmann::json> create_sandbox(const nlohmann::json& body);
+  nlohmann::json list_sandboxes();
+  ApiResult<nlohmann::json> get_sandbox(const std::string& id);
+  ApiStatus delete_sandbox(const std::string& id);
+  ApiResult<nlohmann::json> pause_sandbox(const std::string& id);
+  ApiResult<nlohmann::json> resume_sandbox(const std::string& id);
+  ApiResult<nlohmann::json> fork_sandbox(const std::string& id, const nlohmann::json& body);
+  ApiResult<nlohmann::json> set_timeout(const std::string& id, const nlohmann::json& body);
+
+  // 404 for an unknown sandbox, 409 when it is paused (its agent cannot answer).
+  ApiResult<AgentTarget> agent_target(const std::string& id);
+
+  std::string metrics_text();
+  ServiceMetrics& metrics() { return metrics_; }
+  const DaemonConfig& config() const { return options_.config; }
+
+  // Runs one reaper pass / one health pass now (tests; the threads call them too).
+  void reap_expired();
+  void check_health();
+
+ private:
+  struct TemplateEntry;
+  struct SandboxEntry;
+  using Clock = std::chrono::steady_clock;
+
+  SandboxService(ServiceOptions options, StateStore store);
+
+  // service_templates.cpp
+  ApiResult<std::shared_ptr<TemplateEntry>> build_template(const std::string& id,
+                                                           const nlohmann::json& request,
+                                                           bool reload);
+  nlohmann::json describe_template(const TemplateEntry& t, uint32_t live);
+  // service_recovery.cpp
+  void recover();
+  // sandbox_service.cpp
+  ApiResult<nlohmann::json> register_instance(std::shared_ptr<TemplateEntry> tpl,
+                                              std::unique_ptr<Instance> instance,
+                                              std::shared_ptr<SandboxEntry> proto);
+  nlohmann::json describe_sandbox(SandboxEntry& s);
+  std::shared_ptr<SandboxEntry> find_sandbox(const std::string& id);
+  // Removes `id` from the registry and destroys it; false when it was already gone. `why`
+  // "expired" counts in sandboxes_expired, "unresponsive" and "exited" as failures.
+  bool destroy(const std::string& id, const std::string& why, const std::string& level);
+  void release_reservation(TemplateEntry* tpl, uint32_t count, uint64_t mem_mib);
+  std::string new_id(const char* prefix);
+  void background_loop(bool health);
+
+  ServiceOptions options_;
+  StateStore store_;
+  ServiceMetrics metrics_;
+
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<TemplateEntry>> templates_;
+  std::map<std::string, std::shared_ptr<SandboxEntry>> sandboxes_;
+  uint32_t reserved_sandboxes_ = 0;  // live + being created + being destroyed
+  uint64_t reserved_mem_mib_ = 0;
+  bool shutting_down_ = false;
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stop_loops_ = false;
+  std::thread reaper_;
+  std::thread health_;
+  std::once_flag shutdown_once_;
+};
+
+// Environment objects of the API: {"NAME": "value"}; names non-empty, without '=' or NUL.
+ApiResult<std::vector<std::pair<std::string, std::string>>> parse_env(const nlohmann::json& v,
+                                                                      const std::string& field);
+// `base` overridden by `top` (names compared exactly).
+std::vector<std::pair<std::string, std::string>> merge_env(
+    const std::vector<std::pair<std::string, std::string>>& base,
+    const std::vector<std::pair<std::string, std::string>>& top);
+
+}  // namespace carapace::service

@@ -1,0 +1,45 @@
+// The registry's records (private to the service's .cpp files).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daemon/core/sandbox_service.h"
+
+namespace carapace::service {
+
+struct SandboxService::TemplateEntry {
+  std::string id;
+  std::string name;
+  TemplateSpec spec;
+  nlohmann::json request;  // as accepted, kept in template.json for reloads
+  std::unique_ptr<TemplateBackend> backend;
+  uint64_t build_ms = 0;
+  std::chrono::system_clock::time_point created_at;
+  // Sandboxes made from it that exist or are being made or destroyed (guarded by service mu_).
+  uint32_t users = 0;
+};
+
+struct SandboxService::SandboxEntry {
+  std::string id;
+  std::shared_ptr<TemplateEntry> tpl;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::string> egress_allow;
+  uint64_t ttl_s = 0;
+  bool from_pool = false;
+  uint64_t create_ms = 0;
+  std::string parent;
+  std::chrono::system_clock::time_point created_at;
+  // Guarded by service mu_.
+  std::chrono::system_clock::time_point expires_at;
+  std::chrono::steady_clock::time_point deadline;
+  // Guarded by `mu`; null once destroyed.
+  std::mutex mu;
+  std::unique_ptr<Instance> instance;
+};
+
+}  // namespace carapace::service

@@ -1,0 +1,142 @@
+#include "process_sandbox/process_run_args.h"
+
+#include <charconv>
+
+namespace carapace {
+
+const char kProcessRunUsage[] =
+    "usage: carapace run --isolation process --rootfs IMG --agent-sock PATH [options]\n"
+    "Runs the guest agent itself, not a VM, in a jail on the host kernel: the ext4 image\n"
+    "mounted read-only under a tmpfs overlay, new user (uid 1000 inside = an unprivileged host\n"
+    "uid), PID, mount, IPC, UTS and network (loopback only) namespaces, a seccomp filter on the\n"
+    "agent and its workload (no ptrace, mount, namespaces, bpf, io_uring, perf, keyrings, ...),\n"
+    "cgroup limits. WEAKER THAN A MICROVM: the workload shares the host kernel and reaches it\n"
+    "through every system call the filter allows; use it as one layer of defence in depth only\n"
+    "(jailer/README.md). Needs root.\n"
+    "  --rootfs IMG          the guest image (ext4), e.g. build/guest/rootfs.ext4\n"
+    "  --agent-sock PATH     host path made a symlink to the agent's Unix socket (must not exist)\n"
+    "  --id ID               1-64 of [A-Za-z0-9-] (default: sandbox-<pid>); names the jail folder\n"
+    "                        <chroot-base>/ID and the cgroups <hierarchy>/carapace/process-ID\n"
+    "  --token-file FILE     the agent's token (hex, mode 0600); passed to the agent through a\n"
+    "                        pipe, never on a command line. Without it the agent answers ping "
+    "only\n"
+    "  --mem-limit MIB       memory cgroup limit (swap 0); the kernel OOM-kills inside only\n"
+    "  --pids-max N          pids cgroup limit\n"
+    "  --cpu-quota PCT       CPU quota (100 = one CPU)\n"
+    "  --tmp-size MIB        size of the writable root overlay and of /tmp (default 256)\n"
+    "  --uid N, --gid N      the sandbox's host ids (default: derived from the id, 200000-259999)\n"
+    "  --agent PATH          a static agent bound over the image's /usr/sbin/carapace-agent\n"
+    "  --chroot-base DIR     where jail folders go (default /srv/carapace-process)\n"
+    "  --cgroup-version auto|1|2\n"
+    "  --allow-egress RULE   not supported by the process backend yet (refused): its network\n"
+    "                        namespace has only loopback\n"
+    "exit status: the agent's (128+N for signal N), 1 host error, 2 bad input\n";
+
+namespace {
+
+Error bad(const std::string& msg) {
+  return as_invalid_input(make_error(msg));
+}
+
+Result<uint64_t> parse_u64(const std::string& flag, const std::string& v, uint64_t min,
+                           uint64_t max) {
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < min || n > max)
+    return bad(flag + ": expected a number in " + std::to_string(min) + ".." + std::to_string(max) +
+               ", got '" + v + "'");
+  return n;
+}
+
+Status check_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return bad("--id: expected 1-64 characters");
+  for (char c : id) {
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+    if (!ok) return bad("--id: only [A-Za-z0-9-] are allowed");
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<RunIsolation> take_isolation_flag(std::vector<std::string>& args) {
+  RunIsolation iso = RunIsolation::kMicrovm;
+  for (size_t i = 0; i < args.size();) {
+    if (args[i] != "--isolation") {
+      ++i;
+      continue;
+    }
+    if (i + 1 >= args.size()) return bad("--isolation: expected microvm or process");
+    const std::string v = args[i + 1];
+    if (v == "process")
+      iso = RunIsolation::kProcess;
+    else if (v == "microvm")
+      iso = RunIsolation::kMicrovm;
+    else
+      return bad("--isolation: expected microvm or process, got '" + v + "'");
+    args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
+  }
+  return iso;
+}
+
+Result<ProcessRunArgs> parse_process_run_args(const std::vector<std::string>& args) {
+  ProcessRunArgs out;
+  ProcessSandboxConfig& c = out.cfg;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      out.help = true;
+      continue;
+    }
+    if (i + 1 >= args.size()) return bad("unknown flag or missing value: '" + a + "'");
+    const std::string& v = args[++i];
+    if (a == "--rootfs") {
+      c.rootfs = TRY(normalise_abs_path(a, v));
+    } else if (a == "--agent-sock") {
+      c.agent_sock = TRY(normalise_abs_path(a, v));
+    } else if (a == "--id") {
+      TRY_STATUS(check_id(v));
+      c.id = v;
+    } else if (a == "--token-file") {
+      c.token_file = TRY(normalise_abs_path(a, v));
+    } else if (a == "--agent") {
+      c.agent_exe = TRY(normalise_abs_path(a, v));
+    } else if (a == "--chroot-base") {
+      c.chroot_base = TRY(normalise_abs_path(a, v));
+      if (c.chroot_base == "/") return bad("--chroot-base: not /");
+    } else if (a == "--mem-limit") {
+      c.mem_limit_mib = TRY(parse_u64(a, v, 16, uint64_t{1} << 30));
+    } else if (a == "--pids-max") {
+      c.pids_max = TRY(parse_u64(a, v, 8, 1u << 22));
+    } else if (a == "--cpu-quota") {
+      c.cpu_quota_pct = static_cast<uint32_t>(TRY(parse_u64(a, v, 1, 100000)));
+    } else if (a == "--tmp-size") {
+      c.tmp_mib = TRY(parse_u64(a, v, 1, uint64_t{1} << 20));
+    } else if (a == "--uid") {
+      c.uid = static_cast<uid_t>(TRY(parse_u64(a, v, 1, 0xfffffffeu)));
+    } else if (a == "--gid") {
+      c.gid = static_cast<gid_t>(TRY(parse_u64(a, v, 1, 0xfffffffeu)));
+    } else if (a == "--cgroup-version") {
+      if (v == "auto")
+        c.cgroup_version = CgroupVersion::kAuto;
+      else if (v == "1")
+        c.cgroup_version = CgroupVersion::kV1;
+      else if (v == "2")
+        c.cgroup_version = CgroupVersion::kV2;
+      else
+        return bad("--cgroup-version: expected auto, 1 or 2");
+    } else if (a == "--allow-egress") {
+      c.allow_egress.push_back(v);
+    } else {
+      return bad("unknown flag '" + a + "' for --isolation process");
+    }
+  }
+  if (out.help) return out;
+  if (c.rootfs.empty()) return bad("--rootfs is required with --isolation process");
+  if (c.agent_sock.empty()) return bad("--agent-sock is required with --isolation process");
+  if (c.gid != 0 && c.uid == 0) return bad("--gid needs --uid");
+  return out;
+}
+
+}  // namespace carapace
