@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/base/result.h"
-#include "snapshot/byte_codec.h"
+#include "common/codec/byte_codec.h"
 
 namespace carapace {
 

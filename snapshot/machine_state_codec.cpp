@@ -5,7 +5,7 @@
 #include <set>
 #include <type_traits>
 
-#include "snapshot/byte_codec.h"
+#include "common/codec/byte_codec.h"
 #include "vmm/kvm/kvm_uapi.h"
 #include "vmm/memory/ram_layout.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/base/result.h"
-#include "snapshot/byte_codec.h"
+#include "common/codec/byte_codec.h"
 #include "vmm/memory/guest_memory.h"
 
 namespace carapace {

@@ -27,8 +27,8 @@ Status add_route(http::Router& r, SandboxService& svc, const char* method, const
 Status add_stream_route(http::Router& r, SandboxService& svc, const char* method,
                         const char* pattern, http::Handler h, http::RouteOptions options = {});
 
-// The route groups (api_templates.cpp, api_sandboxes.cpp, api_agent.cpp, api_documents.cpp,
-// api_service.cpp).
+// The route groups (health, metrics and templates in api_templates.cpp; api_sandboxes.cpp,
+// api_agent.cpp, api_documents.cpp).
 Status add_service_routes(http::Router& r, SandboxService& svc);
 Status add_template_routes(http::Router& r, SandboxService& svc);
 Status add_sandbox_routes(http::Router& r, SandboxService& svc);

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/agent/agent_client.h"
+#include "common/base/ready_pool.h"
 #include "common/base/result.h"
 
 namespace carapace::service {
@@ -90,6 +91,13 @@ struct PoolStats {
   uint64_t misses = 0;
   uint64_t refill_failures = 0;
 };
+
+template <typename T>
+PoolStats pool_stats_of(const ReadyPool<T>& pool) {
+  const auto s = pool.stats();
+  return PoolStats{static_cast<uint32_t>(s.ready), static_cast<uint32_t>(s.capacity), s.hits,
+                   s.misses, s.refill_failures};
+}
 
 // One template: built once (boot + wait for agent + snapshot, or just checks for `process`), then
 // a pool of ready instances refilled in the background.

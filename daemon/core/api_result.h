@@ -4,9 +4,9 @@
 // a daemon limit (429) or the host's fault (500).
 #pragma once
 
-#include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 
 #include "common/base/result.h"
 #include "common/http/error_code.h"
@@ -52,23 +52,27 @@ inline ApiError from_error(const Error& e) {
           e.describe()};
 }
 
+// As Result<T>: TRY and TRY_STATUS work on it (take_error), and value() on an error throws
+// std::bad_variant_access (a bug in the caller, never undefined behaviour).
 template <typename T>
 class [[nodiscard]] ApiResult {
  public:
-  ApiResult(T value) : value_(std::move(value)) {}
-  ApiResult(ApiError error) : error_(std::move(error)) {}
+  ApiResult(T value) : v_(std::in_place_index<0>, std::move(value)) {}
+  ApiResult(ApiError error) : v_(std::in_place_index<1>, std::move(error)) {}
 
-  bool ok() const { return value_.has_value(); }
+  bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
-  T& value() { return *value_; }
-  const T& value() const { return *value_; }
-  T* operator->() { return &*value_; }
-  T& operator*() { return *value_; }
-  const ApiError& error() const { return error_; }
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T* operator->() { return &value(); }
+  T& operator*() & { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
+  const ApiError& error() const { return std::get<1>(v_); }
+  ApiError&& take_error() { return std::get<1>(std::move(v_)); }
 
  private:
-  std::optional<T> value_;
-  ApiError error_;
+  std::variant<T, ApiError> v_;
 };
 
 // ApiResult<void>.
@@ -79,6 +83,7 @@ class [[nodiscard]] ApiStatus {
   bool ok() const { return !failed_; }
   explicit operator bool() const { return ok(); }
   const ApiError& error() const { return error_; }
+  ApiError&& take_error() { return std::move(error_); }
 
  private:
   ApiError error_;

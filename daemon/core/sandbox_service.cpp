@@ -174,6 +174,46 @@ void SandboxService::release_reservation(TemplateEntry* tpl, uint32_t count, uin
   if (tpl) tpl->users -= count;
 }
 
+SandboxService::Reservation& SandboxService::Reservation::operator=(Reservation&& o) noexcept {
+  if (this != &o) {
+    give_back();
+    svc_ = o.svc_;
+    tpl_ = o.tpl_;
+    count_ = o.count_;
+    mem_each_ = o.mem_each_;
+    o.count_ = 0;
+  }
+  return *this;
+}
+
+SandboxService::Reservation SandboxService::Reservation::take_one() {
+  if (count_ == 0) return {};
+  --count_;
+  return Reservation(svc_, tpl_, 1, mem_each_);
+}
+
+void SandboxService::Reservation::give_back() {
+  if (count_ == 0) return;
+  svc_->release_reservation(tpl_, count_, uint64_t{count_} * mem_each_);
+  count_ = 0;
+}
+
+ApiResult<SandboxService::Reservation> SandboxService::reserve_locked(TemplateEntry* tpl,
+                                                                      uint32_t count) {
+  const DaemonConfig& c = options_.config;
+  const uint64_t mem = uint64_t{count} * tpl->spec.mem_mib;
+  if (reserved_sandboxes_ + count > c.max_sandboxes)
+    return over_limit("at most " + std::to_string(c.max_sandboxes) + " sandboxes (max_sandboxes)");
+  if (reserved_mem_mib_ + mem > c.max_memory_mib)
+    return over_limit("sandbox memory would pass max_memory_mib (" +
+                      std::to_string(c.max_memory_mib) + " MiB; " +
+                      std::to_string(reserved_mem_mib_) + " in use)");
+  reserved_sandboxes_ += count;
+  reserved_mem_mib_ += mem;
+  tpl->users += count;
+  return Reservation(this, tpl, count, tpl->spec.mem_mib);
+}
+
 ApiResult<json> SandboxService::create_sandbox(const json& body) {
   for (const auto& [k, v] : body.items()) {
     if (k != "template" && k != "timeout_s" && k != "env" && k != "network")
@@ -190,23 +230,14 @@ ApiResult<json> SandboxService::create_sandbox(const json& body) {
   if (!allow) return allow.error();
 
   std::shared_ptr<TemplateEntry> tpl;
+  Reservation slot;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutting_down_) return unavailable("the daemon is shutting down");
     auto it = templates_.find(tpl_id);
     if (it == templates_.end()) return not_found("no template " + tpl_id);
     tpl = it->second;
-    const DaemonConfig& c = options_.config;
-    if (reserved_sandboxes_ + 1 > c.max_sandboxes)
-      return over_limit("at most " + std::to_string(c.max_sandboxes) +
-                        " sandboxes (max_sandboxes)");
-    if (reserved_mem_mib_ + tpl->spec.mem_mib > c.max_memory_mib)
-      return over_limit("sandbox memory would pass max_memory_mib (" +
-                        std::to_string(c.max_memory_mib) + " MiB; " +
-                        std::to_string(reserved_mem_mib_) + " in use)");
-    ++reserved_sandboxes_;
-    reserved_mem_mib_ += tpl->spec.mem_mib;
-    ++tpl->users;
+    slot = TRY(reserve_locked(tpl.get(), 1));  // the last step under the lock
   }
 
   auto start = std::chrono::steady_clock::now();
@@ -216,7 +247,6 @@ ApiResult<json> SandboxService::create_sandbox(const json& body) {
   bool from_pool = false;
   auto instance = tpl->backend->acquire(opts, &from_pool);
   if (!instance.ok()) {
-    release_reservation(tpl.get(), 1, tpl->spec.mem_mib);
     metrics_.count_failure("create");
     json_log("error", "sandbox create failed",
              {{"template", tpl->id}, {"error", instance.error().describe()}});
@@ -230,14 +260,15 @@ ApiResult<json> SandboxService::create_sandbox(const json& body) {
   proto->create_ms = elapsed_ms(start);
   (from_pool ? metrics_.create_from_pool : metrics_.create_restore)
       .observe_ms(static_cast<double>(proto->create_ms));
-  return register_instance(tpl, std::move(*instance), std::move(proto));
+  return register_instance(tpl, std::move(*instance), std::move(proto), std::move(slot));
 }
 
-// Takes over a reserved slot: the instance becomes a sandbox, or is destroyed (and the slot
-// released) when the daemon is stopping.
+// The instance becomes a sandbox and keeps the slot, or is destroyed (and the slot given back)
+// when its record cannot be written or the daemon is stopping.
 ApiResult<json> SandboxService::register_instance(std::shared_ptr<TemplateEntry> tpl,
                                                   std::unique_ptr<Instance> instance,
-                                                  std::shared_ptr<SandboxEntry> s) {
+                                                  std::shared_ptr<SandboxEntry> s,
+                                                  Reservation slot) {
   s->tpl = tpl;
   s->created_at = system_clock::now();
   s->instance = std::move(instance);
@@ -257,7 +288,6 @@ ApiResult<json> SandboxService::register_instance(std::shared_ptr<TemplateEntry>
   if (Status w = store_.write_sandbox(s->id, record); !w.ok()) {
     // Without a record a crash would leak it: refuse rather than run it untracked.
     s->instance.reset();
-    release_reservation(tpl.get(), 1, tpl->spec.mem_mib);
     metrics_.count_failure("create");
     return internal(w.error().describe());
   }
@@ -265,13 +295,13 @@ ApiResult<json> SandboxService::register_instance(std::shared_ptr<TemplateEntry>
     std::lock_guard<std::mutex> lock(mu_);
     if (!shutting_down_) {
       sandboxes_[s->id] = s;
+      slot.keep();  // destroy() gives it back
     } else {
       s->instance.reset();
     }
   }
   if (!s->instance) {
     (void)store_.remove_sandbox(s->id);
-    release_reservation(tpl.get(), 1, tpl->spec.mem_mib);
     return unavailable("the daemon is shutting down");
   }
   metrics_.sandboxes_created++;
@@ -393,35 +423,22 @@ ApiResult<json> SandboxService::fork_sandbox(const std::string& id, const json& 
   auto s = find_sandbox(id);
   if (!s) return not_found("no sandbox " + id);
   TemplateEntry* tpl = s->tpl.get();
-  uint64_t mem = uint64_t{count} * tpl->spec.mem_mib;
+  Reservation slots;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutting_down_) return unavailable("the daemon is shutting down");
-    if (reserved_sandboxes_ + count > options_.config.max_sandboxes)
-      return over_limit("at most " + std::to_string(options_.config.max_sandboxes) +
-                        " sandboxes (max_sandboxes)");
-    if (reserved_mem_mib_ + mem > options_.config.max_memory_mib)
-      return over_limit("sandbox memory would pass max_memory_mib");
-    reserved_sandboxes_ += count;
-    reserved_mem_mib_ += mem;
-    tpl->users += count;
+    slots = TRY(reserve_locked(tpl, count));  // the last step under the lock
   }
   auto start = std::chrono::steady_clock::now();
   Result<std::vector<std::unique_ptr<Instance>>> children = make_error("not forked");
   {
     std::lock_guard<std::mutex> lock(s->mu);
-    if (!s->instance) {
-      release_reservation(tpl, count, mem);
-      return not_found("no sandbox " + id);
-    }
-    if (s->instance->paused()) {
-      release_reservation(tpl, count, mem);
+    if (!s->instance) return not_found("no sandbox " + id);
+    if (s->instance->paused())
       return conflict("sandbox " + id + " is paused; fork needs a running sandbox");
-    }
     children = tpl->backend->fork(*s->instance, count);
   }
   if (!children.ok()) {
-    release_reservation(tpl, count, mem);
     // A back end that cannot fork (process isolation) says so as invalid input: a state of
     // this sandbox's kind, not a malformed request.
     if (children.error().kind == ErrorKind::kInvalidInput)
@@ -430,9 +447,8 @@ ApiResult<json> SandboxService::fork_sandbox(const std::string& id, const json& 
     return internal(children.error().describe());
   }
   uint64_t ms = elapsed_ms(start);
-  // A back end that returned fewer children than asked: release the rest.
-  uint32_t got = static_cast<uint32_t>(children->size());
-  if (got < count) release_reservation(tpl, count - got, uint64_t{count - got} * tpl->spec.mem_mib);
+  // A back end that returned fewer children than asked: the rest of `slots` is given back when
+  // it goes out of scope.
   uint64_t parent_ttl;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -446,7 +462,7 @@ ApiResult<json> SandboxService::fork_sandbox(const std::string& id, const json& 
     entry->ttl_s = parent_ttl;
     entry->create_ms = ms;
     entry->parent = id;
-    auto r = register_instance(s->tpl, std::move(child), std::move(entry));
+    auto r = register_instance(s->tpl, std::move(child), std::move(entry), slots.take_one());
     if (r.ok()) list.push_back(std::move(*r));
   }
   if (list.empty()) return internal("no child could be registered");

@@ -104,17 +104,44 @@ class SandboxService {
 
   SandboxService(ServiceOptions options, StateStore store);
 
+  // A share of the daemon's limits (sandboxes, memory, the template's user count) held for
+  // sandboxes being made: given back when it goes out of scope, unless keep() handed each slot
+  // to a live sandbox (whose destroy() gives it back). Never destroyed with mu_ held.
+  class Reservation {
+   public:
+    Reservation() = default;
+    Reservation(SandboxService* svc, TemplateEntry* tpl, uint32_t count, uint64_t mem_mib_each)
+        : svc_(svc), tpl_(tpl), count_(count), mem_each_(mem_mib_each) {}
+    Reservation(Reservation&& o) noexcept { *this = std::move(o); }
+    Reservation& operator=(Reservation&& o) noexcept;
+    ~Reservation() { give_back(); }
+    // One slot out of this reservation into its own.
+    Reservation take_one();
+    void keep() { count_ = 0; }
+    void give_back();
+
+   private:
+    SandboxService* svc_ = nullptr;
+    TemplateEntry* tpl_ = nullptr;
+    uint32_t count_ = 0;
+    uint64_t mem_each_ = 0;
+  };
+  // With mu_ held: `count` sandboxes of `tpl` within max_sandboxes and max_memory_mib, or 429.
+  ApiResult<Reservation> reserve_locked(TemplateEntry* tpl, uint32_t count);
+
   // service_templates.cpp
   ApiResult<std::shared_ptr<TemplateEntry>> build_template(const std::string& id,
                                                            const nlohmann::json& request,
                                                            bool reload);
   nlohmann::json describe_template(const TemplateEntry& t, uint32_t live);
-  // service_recovery.cpp
+  // service_lifecycle.cpp
   void recover();
   // sandbox_service.cpp
+  // Takes over `slot`: kept when the instance becomes a sandbox, given back otherwise.
   ApiResult<nlohmann::json> register_instance(std::shared_ptr<TemplateEntry> tpl,
                                               std::unique_ptr<Instance> instance,
-                                              std::shared_ptr<SandboxEntry> proto);
+                                              std::shared_ptr<SandboxEntry> proto,
+                                              Reservation slot);
   nlohmann::json describe_sandbox(SandboxEntry& s);
   std::shared_ptr<SandboxEntry> find_sandbox(const std::string& id);
   // Removes `id` from the registry and destroys it; false when it was already gone. `why`

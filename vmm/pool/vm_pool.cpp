@@ -30,96 +30,53 @@ Result<std::unique_ptr<VmPool>> VmPool::create(std::shared_ptr<const CloneSource
     if (fit < capacity) capacity = static_cast<size_t>(fit);
   }
   std::unique_ptr<VmPool> pool(new VmPool(std::move(source), std::move(options), capacity));
-  pool->refiller_ = std::thread([p = pool.get()] { p->refill_loop(); });
+  pool->ready_.start();
   return pool;
 }
 
 VmPool::VmPool(std::shared_ptr<const CloneSource> source, Options options, size_t capacity)
-    : source_(std::move(source)), options_(std::move(options)), capacity_(capacity) {
-  stats_.capacity = capacity;
-}
+    : source_(std::move(source)), options_(std::move(options)), ready_([this, capacity] {
+        ReadyPool<Machine>::Options o;
+        o.capacity = capacity;
+        o.make = [this] { return restore_next(); };
+        o.on_refill_error = [](const Error& e) {
+          LOG_WARN("VM pool: refill failed: %s", e.describe().c_str());
+        };
+        // A restore that failed is retried soon: restores are fast, failures rare.
+        o.retry_after = std::chrono::milliseconds(100);
+        return o;
+      }()) {}
 
-VmPool::~VmPool() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  changed_.notify_all();
-  if (refiller_.joinable()) refiller_.join();
-  // The pooled VMs never ran; their destructors release KVM objects and mappings.
-}
+// The pooled VMs never ran; their destructors release KVM objects and mappings.
+VmPool::~VmPool() = default;
 
-MachineConfig VmPool::next_config() {
+Result<std::unique_ptr<Machine>> VmPool::restore_next() {
   uint64_t serial;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(serial_mu_);
     serial = next_serial_++;
   }
-  return options_.config_for(serial);
-}
-
-void VmPool::refill_loop() {
-  for (;;) {
-    {
-      std::unique_lock lock(mu_);
-      changed_.wait(lock, [&] { return stopping_ || ready_.size() < capacity_; });
-      if (stopping_) return;
-    }
-    // Restore outside the lock: acquire() must never wait for this.
-    const auto start = std::chrono::steady_clock::now();
-    auto vm = restore_clone(*source_, next_config());
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    std::unique_lock lock(mu_);
-    if (!vm.ok()) {
-      ++stats_.refill_failures;
-      LOG_WARN("VM pool: refill failed: %s", vm.error().describe().c_str());
-      // Back off instead of spinning on a persistent failure (out of memory, fds, ...).
-      changed_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
-      if (stopping_) return;
-      continue;
-    }
-    ready_.push_back(std::move(vm).value());
-    ++stats_.refills;
-    stats_.last_refill_ms = ms;
-    refill_ms_total_ += ms;
-    stats_.mean_refill_ms = refill_ms_total_ / static_cast<double>(stats_.refills);
-    lock.unlock();
-    changed_.notify_all();
-  }
+  return restore_clone(*source_, options_.config_for(serial));
 }
 
 Result<std::unique_ptr<Machine>> VmPool::acquire() {
-  std::unique_ptr<Machine> vm;
-  {
-    std::lock_guard lock(mu_);
-    if (!ready_.empty()) {
-      vm = std::move(ready_.front());
-      ready_.pop_front();
-      ++stats_.hits;
-    } else {
-      ++stats_.misses;
-    }
-  }
+  std::unique_ptr<Machine> vm = TRY(ready_.take());
   if (vm != nullptr) {
-    changed_.notify_all();  // wake the refill thread
+    ready_.count_hit();
   } else {
-    vm = TRY(restore_clone(*source_, next_config()));
+    ready_.count_miss();
+    vm = TRY(restore_next());
   }
   vm->start();
   return vm;
 }
 
 VmPool::Stats VmPool::stats() const {
-  std::lock_guard lock(mu_);
-  Stats s = stats_;
-  s.ready = ready_.size();
-  return s;
+  return ready_.stats();
 }
 
 bool VmPool::wait_full(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return changed_.wait_for(lock, timeout, [&] { return ready_.size() >= capacity_; });
+  return ready_.wait_full(timeout);
 }
 
 }  // namespace carapace

@@ -5,14 +5,12 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <thread>
 
+#include "common/base/ready_pool.h"
 #include "common/base/result.h"
 #include "vmm/pool/clone_source.h"
 
@@ -30,16 +28,9 @@ class VmPool {
     std::function<MachineConfig(uint64_t serial)> config_for;
   };
 
-  struct Stats {
-    size_t ready = 0;      // VMs in the pool now
-    size_t capacity = 0;   // VMs the pool aims to hold (size, bounded by the budget)
-    uint64_t hits = 0;     // hand-outs served from the pool
-    uint64_t misses = 0;   // hand-outs that had to restore on the caller's thread
-    uint64_t refills = 0;  // VMs restored by the refill thread
-    uint64_t refill_failures = 0;
-    double last_refill_ms = 0;  // time to restore the last VM the refill thread added
-    double mean_refill_ms = 0;
-  };
+  // ready, capacity (size, bounded by the budget), hits, misses (hand-outs restored on the
+  // caller's thread), refills, refill failures, last and mean refill time.
+  using Stats = ReadyPool<Machine>::Stats;
 
   // Starts the refill thread, which fills the pool in the background.
   static Result<std::unique_ptr<VmPool>> create(std::shared_ptr<const CloneSource> source,
@@ -56,21 +47,13 @@ class VmPool {
 
  private:
   VmPool(std::shared_ptr<const CloneSource> source, Options options, size_t capacity);
-  void refill_loop();
-  MachineConfig next_config();
+  Result<std::unique_ptr<Machine>> restore_next();
 
   const std::shared_ptr<const CloneSource> source_;
   const Options options_;
-  const size_t capacity_;
-
-  mutable std::mutex mu_;
-  std::condition_variable changed_;  // the pool shrank, grew, or is stopping
-  std::deque<std::unique_ptr<Machine>> ready_;
-  bool stopping_ = false;
+  std::mutex serial_mu_;
   uint64_t next_serial_ = 0;
-  Stats stats_;
-  double refill_ms_total_ = 0;
-  std::thread refiller_;
+  ReadyPool<Machine> ready_;  // last: its refill thread uses the members above
 };
 
 }  // namespace carapace

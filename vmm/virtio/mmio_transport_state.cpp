@@ -46,7 +46,7 @@ struct SavedTransport {
   std::span<const uint8_t> device;
 };
 
-Result<SavedTransport> decode(StateReader& r, size_t queue_count) {
+Result<SavedTransport> decode(ByteReader& r, size_t queue_count) {
   SavedTransport s;
   s.status = TRY(r.u32("status"));
   s.needs_reset = TRY(r.boolean("needs reset"));
@@ -71,7 +71,7 @@ Result<SavedTransport> decode(StateReader& r, size_t queue_count) {
     q.next_avail = TRY(r.u16("next avail"));
     q.next_used = TRY(r.u16("next used"));
   }
-  s.device = TRY(r.bytes("device state"));
+  s.device = TRY(r.short_blob_view("device state"));
   TRY_STATUS(r.expect_end("transport state"));
   return s;
 }
@@ -101,7 +101,7 @@ Result<std::vector<uint8_t>> MmioTransport::save_state() {
   if (running && dev.queues.size() != queues_.size())
     return make_error("virtio-mmio: the device saved " + std::to_string(dev.queues.size()) +
                       " queues, it has " + std::to_string(queues_.size()));
-  StateWriter w;
+  ByteWriter w;
   w.u32(device_->device_type());
   w.u32(status_);
   w.boolean(needs_reset);
@@ -137,7 +137,7 @@ Result<std::vector<uint8_t>> MmioTransport::save_state() {
     w.u16(cursors.next_avail);
     w.u16(cursors.next_used);
   }
-  w.bytes(dev.device);
+  w.short_blob(dev.device);
   return w.take();
 }
 
@@ -146,7 +146,7 @@ Status MmioTransport::restore_state(std::span<const uint8_t> bytes) {
   if (status_ != 0 || active_ || needs_reset_.load())
     return make_error("virtio-mmio: restore into a device the guest has already used");
   const char* name = device_type_name(device_->device_type());
-  StateReader r(bytes);
+  ByteReader r(bytes);
   const uint32_t type = TRY(r.u32("device type"));
   if (type != device_->device_type())
     return bad_state(std::string("snapshot has a ") + device_type_name(type) +

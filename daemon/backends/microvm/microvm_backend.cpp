@@ -7,8 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -106,7 +104,19 @@ class MicrovmTemplate : public TemplateBackend {
         ctx_(std::move(ctx)),
         snapshot_dir_(ctx_.dir + "/snapshot"),
         jail_tag_(jail_tag(ctx_.template_id)),
-        snapshots_in_memory_(on_memory_filesystem(ctx_.dir)) {}
+        snapshots_in_memory_(on_memory_filesystem(ctx_.dir)),
+        pool_([this] {
+          ReadyPool<MicrovmInstance>::Options o;
+          o.capacity = spec_.pool_size;
+          o.make = [this] { return restore_paused(snapshot_dir_); };
+          // Pooled VMs that died while waiting (killed, crashed) are dropped and replaced.
+          o.alive = [](MicrovmInstance& vm) { return vm.alive(); };
+          o.on_refill_error = [this](const Error& e) {
+            LOG_WARN("template %s: pool refill: %s", ctx_.template_id.c_str(),
+                     e.describe().c_str());
+          };
+          return o;
+        }()) {}
   ~MicrovmTemplate() override { shutdown(); }
 
   // Reuses a complete snapshot an earlier run left in the folder, else boots and snapshots.
@@ -131,7 +141,6 @@ class MicrovmTemplate : public TemplateBackend {
   std::string hostname(const MicrovmInstance& vm) const {
     return ctx_.template_id + "-" + std::to_string(vm.cid());
   }
-  void refill_loop();
   Status wait_for_agent(MicrovmInstance& boot);
   // Boots the template's VM, waits for its agent and snapshots it.
   Status boot_and_snapshot();
@@ -151,12 +160,7 @@ class MicrovmTemplate : public TemplateBackend {
   std::atomic<uint64_t> next_vm_{0};
   std::atomic<uint64_t> next_fork_{0};
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::unique_ptr<MicrovmInstance>> ready_;
-  bool stopping_ = false;
-  uint64_t hits_ = 0, misses_ = 0, refill_failures_ = 0;
-  std::thread refill_;
+  ReadyPool<MicrovmInstance> pool_;  // paused restored VMs; last: its thread uses the above
 };
 
 Status MicrovmTemplate::wait_for_agent(MicrovmInstance& boot) {
@@ -252,7 +256,7 @@ Status MicrovmTemplate::boot_and_snapshot() {
 }
 
 void MicrovmTemplate::start_refill() {
-  if (spec_.pool_size > 0) refill_ = std::thread([this] { refill_loop(); });
+  pool_.start();
 }
 
 Result<std::unique_ptr<MicrovmInstance>> MicrovmTemplate::launch(
@@ -277,32 +281,6 @@ Result<std::unique_ptr<MicrovmInstance>> MicrovmTemplate::restore_paused(
   return vm;
 }
 
-void MicrovmTemplate::refill_loop() {
-  milliseconds backoff{0};
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    // Pooled VMs that died while waiting (killed, crashed) are dropped and replaced.
-    std::erase_if(ready_, [](auto& vm) { return !vm->alive(); });
-    if (ready_.size() >= spec_.pool_size || backoff.count() > 0) {
-      cv_.wait_for(lock, backoff.count() > 0 ? backoff : milliseconds(1000));
-      backoff = milliseconds(0);
-      continue;
-    }
-    lock.unlock();
-    auto vm = restore_paused(snapshot_dir_);
-    lock.lock();
-    if (!vm.ok()) {
-      ++refill_failures_;
-      LOG_WARN("template %s: pool refill: %s", ctx_.template_id.c_str(),
-               vm.error().describe().c_str());
-      backoff = milliseconds(1000);
-      continue;
-    }
-    if (stopping_) break;  // the VM is destroyed as it goes out of scope
-    ready_.push_back(std::move(*vm));
-  }
-}
-
 Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions& opts,
                                                            bool* from_pool) {
   if (from_pool) *from_pool = false;
@@ -312,15 +290,10 @@ Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions
         make_error("network.allow: egress is not supported by the microvm back end yet (its VMs "
                    "have no NIC: sandboxes have no network at all)"));
   for (int tries = 0; tries < kMaxPooledTries; ++tries) {
-    std::unique_ptr<MicrovmInstance> vm;
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return make_error("template is shutting down");
-      if (ready_.empty()) break;
-      vm = std::move(ready_.front());
-      ready_.pop_front();
-    }
-    cv_.notify_all();  // the refill thread starts on a replacement now
+    auto taken = pool_.take();
+    if (!taken.ok()) return make_error("template is shutting down");
+    std::unique_ptr<MicrovmInstance> vm = std::move(*taken);
+    if (vm == nullptr) break;
     // A pooled VM that died or whose agent stays silent is destroyed, never handed out
     // (docs/security.md #31).
     if (!vm->alive()) {
@@ -333,17 +306,11 @@ Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions
                vm->pid(), s.error().describe().c_str());
       continue;
     }
-    {
-      std::lock_guard lock(mu_);
-      ++hits_;
-    }
+    pool_.count_hit();
     if (from_pool) *from_pool = true;
     return std::unique_ptr<Instance>(std::move(vm));
   }
-  {
-    std::lock_guard lock(mu_);
-    ++misses_;
-  }
+  pool_.count_miss();
   auto vm = TRY(restore_paused(snapshot_dir_));
   TRY_STATUS(vm->hand_out(token_, hostname(*vm), ctx_.hand_out_timeout));
   return std::unique_ptr<Instance>(std::move(vm));
@@ -393,14 +360,7 @@ Result<std::vector<std::unique_ptr<Instance>>> MicrovmTemplate::fork(Instance& p
 }
 
 PoolStats MicrovmTemplate::pool_stats() {
-  std::lock_guard lock(mu_);
-  PoolStats s;
-  s.ready = static_cast<uint32_t>(ready_.size());
-  s.capacity = spec_.pool_size;
-  s.hits = hits_;
-  s.misses = misses_;
-  s.refill_failures = refill_failures_;
-  return s;
+  return pool_stats_of(pool_);
 }
 
 nlohmann::json MicrovmTemplate::describe() const {
@@ -412,18 +372,7 @@ nlohmann::json MicrovmTemplate::describe() const {
 }
 
 void MicrovmTemplate::shutdown() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (refill_.joinable()) refill_.join();
-  std::deque<std::unique_ptr<MicrovmInstance>> pooled;
-  {
-    std::lock_guard lock(mu_);
-    pooled.swap(ready_);
-  }
-  pooled.clear();  // each kills its VMM and removes its files
+  pool_.stop().clear();  // each pooled VM kills its VMM and removes its files
 }
 
 }  // namespace

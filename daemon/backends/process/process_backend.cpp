@@ -13,8 +13,6 @@
 
 #include <atomic>
 #include <cctype>
-#include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -205,7 +203,20 @@ class ProcessInstance : public Instance {
 class ProcessTemplate : public TemplateBackend {
  public:
   ProcessTemplate(TemplateSpec spec, BackendContext ctx)
-      : spec_(std::move(spec)), ctx_(std::move(ctx)), jail_base_(ctx_.dir + "/jails") {}
+      : spec_(std::move(spec)),
+        ctx_(std::move(ctx)),
+        jail_base_(ctx_.dir + "/jails"),
+        pool_([this] {
+          ReadyPool<ProcessInstance>::Options o;
+          o.capacity = spec_.pool_size;
+          o.make = [this]() -> Result<std::unique_ptr<ProcessInstance>> { return start(); };
+          o.alive = [](ProcessInstance& sb) { return sb.alive(); };
+          o.on_refill_error = [this](const Error& e) {
+            LOG_WARN("template %s: pool refill: %s", ctx_.template_id.c_str(),
+                     e.describe().c_str());
+          };
+          return o;
+        }()) {}
   ~ProcessTemplate() override { shutdown(); }
 
   // Starts one sandbox to prove the template works; it becomes the first pooled one.
@@ -215,8 +226,8 @@ class ProcessTemplate : public TemplateBackend {
     auto first = start();
     if (!first.ok()) return make_error("template build: " + first.error().describe());
     build_ms_ = ms_since(t0);
-    if (spec_.pool_size > 0) ready_.push_back(std::move(*first));
-    if (spec_.pool_size > 0) refill_ = std::thread([this] { refill_loop(); });
+    pool_.add(std::move(*first));  // destroyed there when there is no pool
+    pool_.start();
     return ok_status();
   }
 
@@ -227,30 +238,21 @@ class ProcessTemplate : public TemplateBackend {
           "network.allow: egress is not supported by the process back end yet (its sandboxes "
           "have no network)");
     for (int tries = 0; tries < kMaxPooledTries; ++tries) {
-      std::unique_ptr<ProcessInstance> sb;
-      {
-        std::lock_guard lock(mu_);
-        if (stopping_) return make_error("template is shutting down");
-        if (ready_.empty()) break;
-        sb = std::move(ready_.front());
-        ready_.pop_front();
-      }
-      cv_.notify_all();
+      auto taken = pool_.take();
+      if (!taken.ok()) return make_error("template is shutting down");
+      std::unique_ptr<ProcessInstance> sb = std::move(*taken);
+      if (sb == nullptr) break;
       // A pooled sandbox that died or whose agent stays silent is destroyed, never handed out.
       if (!sb->alive() || !sb->wait_ready(milliseconds(2000)).ok()) {
         LOG_WARN("template %s: pooled sandbox %d unusable (%s); replacing it",
                  ctx_.template_id.c_str(), sb->pid(), sb->exit_description().c_str());
         continue;
       }
-      std::lock_guard lock(mu_);
-      ++hits_;
+      pool_.count_hit();
       if (from_pool) *from_pool = true;
       return std::unique_ptr<Instance>(std::move(sb));
     }
-    {
-      std::lock_guard lock(mu_);
-      ++misses_;
-    }
+    pool_.count_miss();
     return std::unique_ptr<Instance>(TRY(start()));
   }
 
@@ -258,11 +260,7 @@ class ProcessTemplate : public TemplateBackend {
     return bad("fork needs isolation microvm");
   }
 
-  PoolStats pool_stats() override {
-    std::lock_guard lock(mu_);
-    return PoolStats{static_cast<uint32_t>(ready_.size()), spec_.pool_size, hits_, misses_,
-                     refill_failures_};
-  }
+  PoolStats pool_stats() override { return pool_stats_of(pool_); }
 
   nlohmann::json describe() const override {
     return nlohmann::json{{"build_ms", build_ms_},
@@ -272,20 +270,7 @@ class ProcessTemplate : public TemplateBackend {
                           {"warning", kWeaker}};
   }
 
-  void shutdown() override {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    if (refill_.joinable()) refill_.join();
-    std::deque<std::unique_ptr<ProcessInstance>> pooled;
-    {
-      std::lock_guard lock(mu_);
-      pooled.swap(ready_);
-    }
-    pooled.clear();
-  }
+  void shutdown() override { pool_.stop().clear(); }
 
  private:
   // What sandboxes of an earlier run on this folder left with no record to clean them up by (a
@@ -348,43 +333,13 @@ class ProcessTemplate : public TemplateBackend {
     return sb;
   }
 
-  void refill_loop() {
-    milliseconds backoff{0};
-    std::unique_lock lock(mu_);
-    while (!stopping_) {
-      std::erase_if(ready_, [](auto& sb) { return !sb->alive(); });
-      if (ready_.size() >= spec_.pool_size || backoff.count() > 0) {
-        cv_.wait_for(lock, backoff.count() > 0 ? backoff : milliseconds(1000));
-        backoff = milliseconds(0);
-        continue;
-      }
-      lock.unlock();
-      auto sb = start();
-      lock.lock();
-      if (!sb.ok()) {
-        ++refill_failures_;
-        LOG_WARN("template %s: pool refill: %s", ctx_.template_id.c_str(),
-                 sb.error().describe().c_str());
-        backoff = milliseconds(1000);
-        continue;
-      }
-      if (stopping_) break;
-      ready_.push_back(std::move(*sb));
-    }
-  }
-
   const TemplateSpec spec_;
   const BackendContext ctx_;
   const std::string jail_base_;
   double build_ms_ = 0;
   std::atomic<uint64_t> next_{0};
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::unique_ptr<ProcessInstance>> ready_;
-  bool stopping_ = false;
-  uint64_t hits_ = 0, misses_ = 0, refill_failures_ = 0;
-  std::thread refill_;
+  ReadyPool<ProcessInstance> pool_;  // last: its refill thread uses the members above
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
 // ByteWriter/ByteReader: round trips, and the bounds every read keeps (docs/security.md #19, #20).
-#include "snapshot/byte_codec.h"
+#include "common/codec/byte_codec.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@ namespace carapace {
 Result<virtio::DeviceSnapshot> VirtioBlock::save() {
   std::lock_guard<std::mutex> lock(mu_);
   TRY_STATUS(finish_in_flight_locked());
-  virtio::StateWriter w;
+  ByteWriter w;
   w.u32(kStateVersion);
   w.u64(limits_.capacity_sectors);
   w.boolean(limits_.read_only);
@@ -40,7 +40,7 @@ Status VirtioBlock::finish_in_flight_locked() {
 
 Status VirtioBlock::restore(std::span<const uint8_t> device,
                             std::optional<virtio::ActivationContext> ctx) {
-  virtio::StateReader r(device);
+  ByteReader r(device);
   TRY_STATUS(virtio::expect_version(r, kStateVersion, "virtio-blk"));
   const uint64_t capacity = TRY(r.u64("capacity"));
   const bool read_only = TRY(r.boolean("read-only"));

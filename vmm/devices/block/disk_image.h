@@ -1,6 +1,7 @@
 // DiskImage: what a virtio-blk device stores its sectors in, with synchronous I/O at byte
 // offsets. Two kinds:
-//   - RawImage (raw_image.h): one image file or block device, read-only or writable;
+//   - RawImage (raw_image.cpp, open_raw_image below): one image file or block device, read-only
+//     or writable;
 //   - OverlayImage (overlay_image.h): a read-only base shared by many VMs plus this VM's own
 //     sparse copy-on-write overlay file.
 // The synchronous methods are the fallback backend (and the only one for overlays); io_uring

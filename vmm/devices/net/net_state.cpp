@@ -6,7 +6,7 @@ namespace carapace::net {
 
 Result<virtio::DeviceSnapshot> NetDevice::save() {
   std::lock_guard<std::mutex> lock(mu_);
-  virtio::StateWriter w;
+  ByteWriter w;
   w.u32(kStateVersion);
   // RX gives an empty ring back (undo_pop) and TX completes each chain as it goes: nothing is
   // in flight here; the transport checks it.
@@ -15,7 +15,7 @@ Result<virtio::DeviceSnapshot> NetDevice::save() {
 
 Status NetDevice::restore(std::span<const uint8_t> device,
                           std::optional<virtio::ActivationContext> ctx) {
-  virtio::StateReader r(device);
+  ByteReader r(device);
   TRY_STATUS(virtio::expect_version(r, kStateVersion, "virtio-net"));
   TRY_STATUS(r.expect_end("virtio-net state"));
   if (ctx) return activate(std::move(*ctx));

@@ -45,13 +45,13 @@ void VirtioRng::reset() {
 
 Result<virtio::DeviceSnapshot> VirtioRng::save() {
   std::lock_guard<std::mutex> lock(mu_);
-  virtio::StateWriter w;
+  ByteWriter w;
   w.u32(kStateVersion);
   return virtio::DeviceSnapshot{virtio::queue_states(ctx_), w.take()};
 }
 
 Status VirtioRng::restore(std::span<const uint8_t> device, std::optional<ActivationContext> ctx) {
-  virtio::StateReader r(device);
+  ByteReader r(device);
   TRY_STATUS(virtio::expect_version(r, kStateVersion, "virtio-rng"));
   TRY_STATUS(r.expect_end("virtio-rng state"));
   if (ctx) return activate(std::move(*ctx));

@@ -7,7 +7,7 @@ namespace carapace {
 
 Result<virtio::DeviceSnapshot> VirtioVsock::save() {
   std::lock_guard<std::mutex> lock(mu_);
-  virtio::StateWriter w;
+  ByteWriter w;
   w.u32(kStateVersion);
   // Every queue is served to completion under the lock (rx hands an unused buffer back): nothing
   // is in flight here; the transport checks it.
@@ -16,7 +16,7 @@ Result<virtio::DeviceSnapshot> VirtioVsock::save() {
 
 Status VirtioVsock::restore(std::span<const uint8_t> device,
                             std::optional<virtio::ActivationContext> ctx) {
-  virtio::StateReader r(device);
+  ByteReader r(device);
   TRY_STATUS(virtio::expect_version(r, kStateVersion, "virtio-vsock"));
   TRY_STATUS(r.expect_end("virtio-vsock state"));
   if (!ctx) return {};  // no driver running: it has no connections to drop

@@ -1,4 +1,4 @@
-#include "snapshot/byte_codec.h"
+#include "common/codec/byte_codec.h"
 
 #include <cstring>
 
@@ -16,6 +16,11 @@ void ByteWriter::bytes(std::span<const uint8_t> b) {
 void ByteWriter::string(std::string_view s) {
   u32(static_cast<uint32_t>(s.size()));
   bytes({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
+}
+
+void ByteWriter::short_blob(std::span<const uint8_t> b) {
+  u32(static_cast<uint32_t>(b.size()));
+  bytes(b);
 }
 
 void ByteWriter::blob(std::span<const uint8_t> b) {
@@ -74,6 +79,14 @@ Result<std::string> ByteReader::string(const char* what, uint32_t max_len) {
                  "length " + std::to_string(len) + " above the limit " + std::to_string(max_len));
   auto b = TRY(bytes(what, len));
   return std::string(b.begin(), b.end());
+}
+
+Result<std::span<const uint8_t>> ByteReader::short_blob_view(const char* what, uint32_t max_len) {
+  uint32_t len = TRY(u32(what));
+  if (len > max_len)
+    return error(what,
+                 "length " + std::to_string(len) + " above the limit " + std::to_string(max_len));
+  return bytes(what, len);
 }
 
 Result<std::span<const uint8_t>> ByteReader::blob_view(const char* what, uint64_t max_len) {

@@ -1,5 +1,6 @@
-// ByteWriter / ByteReader: explicit little-endian encoding for snapshot state. Snapshot files come
-// from disk and may be corrupt or hostile, so every read is bounded by the bytes that remain, and
+// ByteWriter / ByteReader: the one explicit little-endian encoding of carapace's saved state (the
+// snapshot state file's sections, each virtio device's own part). Saved bytes come from disk and
+// may be corrupt or hostile, so every read is bounded by the bytes that remain, and
 // every count or length is checked against them *before* anything is allocated (docs/security.md
 // #20): a 100-byte file can never make the reader reserve gigabytes.
 #pragma once
@@ -26,6 +27,7 @@ class ByteWriter {
   void bytes(std::span<const uint8_t> b);
   // u32 length + bytes.
   void string(std::string_view s);
+  void short_blob(std::span<const uint8_t> b);
   // u64 length + bytes.
   void blob(std::span<const uint8_t> b);
 
@@ -59,6 +61,8 @@ class ByteReader {
   // The counterparts of ByteWriter::string / blob; the length must be <= max_len and fit in what
   // remains.
   Result<std::string> string(const char* what, uint32_t max_len);
+  // The counterpart of ByteWriter::short_blob: a view, bounded by what remains.
+  Result<std::span<const uint8_t>> short_blob_view(const char* what, uint32_t max_len = UINT32_MAX);
   Result<std::span<const uint8_t>> blob_view(const char* what, uint64_t max_len);
   Result<std::vector<uint8_t>> blob(const char* what, uint64_t max_len);
   // A u32 item count for items of at least `min_item_bytes` each: refused unless
