@@ -137,7 +137,8 @@ std::string SnapshotRestoreKvm::take_snapshot() {
   return final_value(r.out);
 }
 
-// Issue 4 §6 and docs/security.md #25.
+// Twenty clones of one snapshot: each ends like an uninterrupted run and none sees another's
+// writes (docs/security.md #25).
 TEST_F(SnapshotRestoreKvm, TwentyClonesFinishWithTheUninterruptedValueAndStayIsolated) {
   ASSERT_TRUE(kvm_usable());
   const std::string expected = parent_final();

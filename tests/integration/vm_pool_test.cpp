@@ -134,7 +134,7 @@ long self_pss_kb() {
   return -1;
 }
 
-// Issue 4 §6: 100 idle clones of a 256 MiB guest share their snapshot's pages. Each clone's own
+// Clone density: 100 idle clones of a 256 MiB guest share their snapshot's pages. Each clone's own
 // memory is what it wrote since the restore; an idle one wrote (almost) nothing, so the sum of
 // their PSS must stay far below one guest's RAM. Without MAP_PRIVATE sharing it would be 100 x the
 // 64 MiB the guest touched.
