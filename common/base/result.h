@@ -1,4 +1,6 @@
-// Result<T>: error values instead of exceptions on every path a guest can reach.
+// Result<T, E>: error values instead of exceptions on every path a guest or a client can reach.
+// E is Error everywhere except at the daemon's core, whose errors carry an HTTP meaning
+// (daemon/core/api_result.h); both use the same type, TRY and TRY_STATUS.
 #pragma once
 
 #include <cerrno>
@@ -28,11 +30,13 @@ Error make_error(std::string what);
 // Marks an error as caused by bad input.
 Error as_invalid_input(Error e);
 
-template <typename T>
+// value() or error() on the wrong alternative throws std::bad_variant_access: a bug in the
+// caller, never undefined behaviour.
+template <typename T, typename E = Error>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
-  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}
+  Result(E error) : v_(std::in_place_index<1>, std::move(error)) {}
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -46,27 +50,27 @@ class [[nodiscard]] Result {
   const T& operator*() const& { return value(); }
   T&& operator*() && { return std::move(*this).value(); }
 
-  const Error& error() const { return std::get<1>(v_); }
-  Error&& take_error() { return std::get<1>(std::move(v_)); }
+  const E& error() const { return std::get<1>(v_); }
+  E&& take_error() { return std::get<1>(std::move(v_)); }
 
  private:
-  std::variant<T, Error> v_;
+  std::variant<T, E> v_;
 };
 
-// Result<void>: success carries nothing.
-template <>
-class [[nodiscard]] Result<void> {
+// Result<void, E>: success carries nothing.
+template <typename E>
+class [[nodiscard]] Result<void, E> {
  public:
   Result() = default;
-  Result(Error error) : err_(std::move(error)), failed_(true) {}
+  Result(E error) : err_(std::move(error)), failed_(true) {}
 
   bool ok() const { return !failed_; }
   explicit operator bool() const { return ok(); }
-  const Error& error() const { return err_; }
-  Error&& take_error() { return std::move(err_); }
+  const E& error() const { return err_; }
+  E&& take_error() { return std::move(err_); }
 
  private:
-  Error err_;
+  E err_{};
   bool failed_ = false;
 };
 

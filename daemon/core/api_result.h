@@ -1,4 +1,4 @@
-// ApiResult<T>: what a SandboxService call gives the HTTP layer. Like Result<T>, but an error
+// ApiResult<T>: what a SandboxService call gives the HTTP layer: Result<T, ApiError>, whose error
 // carries the HTTP status it means (docs/api.md "Conventions"), because the service is the one
 // that knows whether a failure is bad input (400), a missing object (404), the wrong state (409),
 // a daemon limit (429) or the host's fault (500).
@@ -6,7 +6,6 @@
 
 #include <string>
 #include <utility>
-#include <variant>
 
 #include "common/base/result.h"
 #include "common/http/error_code.h"
@@ -52,42 +51,9 @@ inline ApiError from_error(const Error& e) {
           e.describe()};
 }
 
-// As Result<T>: TRY and TRY_STATUS work on it (take_error), and value() on an error throws
-// std::bad_variant_access (a bug in the caller, never undefined behaviour).
+// The daemon core's results: the one Result type with an ApiError (TRY and TRY_STATUS work).
 template <typename T>
-class [[nodiscard]] ApiResult {
- public:
-  ApiResult(T value) : v_(std::in_place_index<0>, std::move(value)) {}
-  ApiResult(ApiError error) : v_(std::in_place_index<1>, std::move(error)) {}
-
-  bool ok() const { return v_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-  T& value() & { return std::get<0>(v_); }
-  const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
-  T* operator->() { return &value(); }
-  T& operator*() & { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
-  const ApiError& error() const { return std::get<1>(v_); }
-  ApiError&& take_error() { return std::get<1>(std::move(v_)); }
-
- private:
-  std::variant<T, ApiError> v_;
-};
-
-// ApiResult<void>.
-class [[nodiscard]] ApiStatus {
- public:
-  ApiStatus() = default;
-  ApiStatus(ApiError error) : error_(std::move(error)), failed_(true) {}
-  bool ok() const { return !failed_; }
-  explicit operator bool() const { return ok(); }
-  const ApiError& error() const { return error_; }
-  ApiError&& take_error() { return std::move(error_); }
-
- private:
-  ApiError error_;
-  bool failed_ = false;
-};
+using ApiResult = Result<T, ApiError>;
+using ApiStatus = Result<void, ApiError>;
 
 }  // namespace carapace::service
