@@ -1,9 +1,9 @@
-#include "daemon/core/agent_call.h"
+#include "daemon/api/agent_call.h"
 
 #include <sys/socket.h>
 
 #include "common/agent/wire.h"
-#include "daemon/core/sandbox_service.h"
+#include "daemon/core/request_json.h"
 
 namespace carapace::service {
 

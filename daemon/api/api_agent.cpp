@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/agent/base64.h"
+#include "daemon/api/agent_call.h"
 #include "daemon/api/api_common.h"
-#include "daemon/core/agent_call.h"
 
 namespace carapace::service {
 

@@ -12,9 +12,9 @@ http::HttpResponse api_error_response(const ApiError& e) {
   return http::error_response(e.code, e.message);
 }
 
-http::HttpResponse api_json(const ApiResult<json>& r, int status) {
-  if (!r.ok()) return api_error_response(r.error());
-  return http::json_response(status, r.value());
+http::HttpResponse api_no_content(const ApiStatus& s) {
+  if (!s.ok()) return api_error_response(s.error());
+  return http::HttpResponse{204, {}, {}};
 }
 
 ApiResult<json> json_body(const http::HttpRequest& req, bool empty_ok) {

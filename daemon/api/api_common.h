@@ -10,17 +10,39 @@
 #include "common/http/json_util.h"
 #include "common/http/response_writer.h"
 #include "common/http/router.h"
+#include "daemon/api/view_json.h"
 #include "daemon/core/api_result.h"
+#include "daemon/core/request_json.h"
 #include "daemon/core/sandbox_service.h"
 
 namespace carapace::service {
 
 http::HttpResponse api_error_response(const ApiError& e);
-// 200 (or `status`) with the value, or the error's status.
-http::HttpResponse api_json(const ApiResult<nlohmann::json>& r, int status = 200);
+
+// 200 (or `status`) with render(value), or the error's status.
+template <typename T, typename Render>
+http::HttpResponse api_answer(const ApiResult<T>& r, Render render, int status = 200) {
+  if (!r.ok()) return api_error_response(r.error());
+  return http::json_response(status, render(r.value()));
+}
+// The same for a view (view_json.h).
+template <typename T>
+http::HttpResponse api_view(const ApiResult<T>& r, int status = 200) {
+  return api_answer(
+      r, [](const T& v) { return to_json(v); }, status);
+}
+// 204 or the error's status.
+http::HttpResponse api_no_content(const ApiStatus& s);
 
 // The request's JSON object; an empty body is `{}` when `empty_ok`.
 ApiResult<nlohmann::json> json_body(const http::HttpRequest& req, bool empty_ok);
+// The body as a typed request (request_json.h), or the 400 that names what is wrong.
+template <typename Request>
+ApiResult<Request> typed_body(const http::HttpRequest& req, bool empty_ok,
+                              ApiResult<Request> (*parse)(const nlohmann::json&)) {
+  nlohmann::json body = TRY(json_body(req, empty_ok));
+  return parse(body);
+}
 
 Status add_route(http::Router& r, SandboxService& svc, const char* method, const char* pattern,
                  http::SimpleHandler h, http::RouteOptions options = {});

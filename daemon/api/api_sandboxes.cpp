@@ -7,8 +7,7 @@ using nlohmann::json;
 
 namespace {
 
-using IdCall = ApiResult<json> (SandboxService::*)(const std::string&);
-using IdBodyCall = ApiResult<json> (SandboxService::*)(const std::string&, const json&);
+using IdCall = ApiResult<SandboxView> (SandboxService::*)(const std::string&);
 
 // Pause and resume take no body; an empty one or `{}` is accepted.
 http::SimpleHandler id_route(SandboxService& svc, IdCall call) {
@@ -17,45 +16,53 @@ http::SimpleHandler id_route(SandboxService& svc, IdCall call) {
     if (!body) return api_error_response(body.error());
     if (!body->empty())
       return api_error_response(bad_request(body->begin().key() + ": unknown field"));
-    return api_json((svc.*call)(std::string(req.param("id"))));
+    return api_view((svc.*call)(std::string(req.param("id"))));
   };
 }
 
-http::SimpleHandler id_body_route(SandboxService& svc, IdBodyCall call, int status, bool empty_ok) {
-  return [&svc, call, status, empty_ok](const http::HttpRequest& req) {
-    auto body = json_body(req, empty_ok);
-    if (!body) return api_error_response(body.error());
-    return api_json((svc.*call)(std::string(req.param("id")), *body), status);
-  };
+ApiResult<std::vector<SandboxView>> fork(SandboxService& svc, const http::HttpRequest& req) {
+  ForkRequest fork = TRY(typed_body(req, true, parse_fork_request));
+  return svc.fork_sandbox(std::string(req.param("id")), fork);
+}
+
+ApiResult<SandboxView> set_timeout(SandboxService& svc, const http::HttpRequest& req) {
+  TimeoutRequest timeout = TRY(typed_body(req, false, parse_timeout_request));
+  return svc.set_timeout(std::string(req.param("id")), timeout);
 }
 
 }  // namespace
 
 Status add_sandbox_routes(http::Router& r, SandboxService& svc) {
   TRY_STATUS(add_route(r, svc, "POST", "/sandboxes", [&svc](const http::HttpRequest& req) {
-    auto body = json_body(req, false);
-    if (!body) return api_error_response(body.error());
-    return api_json(svc.create_sandbox(*body), 201);
+    auto request = typed_body(req, false, parse_sandbox_request);
+    if (!request) return api_error_response(request.error());
+    return api_view(svc.create_sandbox(*request), 201);
   }));
   TRY_STATUS(add_route(r, svc, "GET", "/sandboxes", [&svc](const http::HttpRequest&) {
-    return http::json_response(200, svc.list_sandboxes());
+    return http::json_response(200, {{"sandboxes", to_json(svc.list_sandboxes())}});
   }));
   TRY_STATUS(add_route(r, svc, "GET", "/sandboxes/{id}", [&svc](const http::HttpRequest& req) {
-    return api_json(svc.get_sandbox(std::string(req.param("id"))));
+    return api_view(svc.get_sandbox(std::string(req.param("id"))));
   }));
   TRY_STATUS(add_route(r, svc, "DELETE", "/sandboxes/{id}", [&svc](const http::HttpRequest& req) {
-    ApiStatus s = svc.delete_sandbox(std::string(req.param("id")));
-    if (!s) return api_error_response(s.error());
-    return http::HttpResponse{204, {}, {}};
+    return api_no_content(svc.delete_sandbox(std::string(req.param("id"))));
   }));
   TRY_STATUS(add_route(r, svc, "POST", "/sandboxes/{id}/pause",
                        id_route(svc, &SandboxService::pause_sandbox)));
   TRY_STATUS(add_route(r, svc, "POST", "/sandboxes/{id}/resume",
                        id_route(svc, &SandboxService::resume_sandbox)));
-  TRY_STATUS(add_route(r, svc, "POST", "/sandboxes/{id}/fork",
-                       id_body_route(svc, &SandboxService::fork_sandbox, 201, true)));
-  TRY_STATUS(add_route(r, svc, "POST", "/sandboxes/{id}/timeout",
-                       id_body_route(svc, &SandboxService::set_timeout, 200, false)));
+  TRY_STATUS(
+      add_route(r, svc, "POST", "/sandboxes/{id}/fork", [&svc](const http::HttpRequest& req) {
+        return api_answer(
+            fork(svc, req),
+            [](const auto& children) {
+              return json{{"children", to_json(children)}};
+            },
+            201);
+      }));
+  TRY_STATUS(
+      add_route(r, svc, "POST", "/sandboxes/{id}/timeout",
+                [&svc](const http::HttpRequest& req) { return api_view(set_timeout(svc, req)); }));
   return ok_status();
 }
 

@@ -7,7 +7,7 @@ using nlohmann::json;
 
 Status add_service_routes(http::Router& r, SandboxService& svc) {
   TRY_STATUS(add_route(r, svc, "GET", "/health", [&svc](const http::HttpRequest&) {
-    return http::json_response(200, svc.health());
+    return http::json_response(200, to_json(svc.health()));
   }));
   TRY_STATUS(add_route(r, svc, "GET", "/metrics", [&svc](const http::HttpRequest&) {
     http::HttpResponse resp;
@@ -20,20 +20,18 @@ Status add_service_routes(http::Router& r, SandboxService& svc) {
 
 Status add_template_routes(http::Router& r, SandboxService& svc) {
   TRY_STATUS(add_route(r, svc, "POST", "/templates", [&svc](const http::HttpRequest& req) {
-    auto body = json_body(req, false);
-    if (!body) return api_error_response(body.error());
-    return api_json(svc.create_template(*body), 201);
+    auto request = typed_body(req, false, parse_template_request);
+    if (!request) return api_error_response(request.error());
+    return api_view(svc.create_template(*request), 201);
   }));
   TRY_STATUS(add_route(r, svc, "GET", "/templates", [&svc](const http::HttpRequest&) {
-    return http::json_response(200, svc.list_templates());
+    return http::json_response(200, {{"templates", to_json(svc.list_templates())}});
   }));
   TRY_STATUS(add_route(r, svc, "GET", "/templates/{id}", [&svc](const http::HttpRequest& req) {
-    return api_json(svc.get_template(std::string(req.param("id"))));
+    return api_view(svc.get_template(std::string(req.param("id"))));
   }));
   TRY_STATUS(add_route(r, svc, "DELETE", "/templates/{id}", [&svc](const http::HttpRequest& req) {
-    ApiStatus s = svc.delete_template(std::string(req.param("id")));
-    if (!s) return api_error_response(s.error());
-    return http::HttpResponse{204, {}, {}};
+    return api_no_content(svc.delete_template(std::string(req.param("id"))));
   }));
   return ok_status();
 }

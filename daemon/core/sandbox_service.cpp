@@ -20,65 +20,18 @@ uint64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
                                    .count());
 }
 
-ApiResult<uint64_t> get_ttl(const json& body, uint64_t def, uint64_t max) {
-  if (!body.contains("timeout_s")) return def;
-  const json& v = body["timeout_s"];
-  if (!v.is_number_integer() || v.get<int64_t>() < 1)
-    return bad_request("timeout_s: must be a positive integer (seconds)");
-  uint64_t ttl = v.get<uint64_t>();
+// The sandbox's time to live: at most the daemon's max_ttl_s.
+ApiResult<uint64_t> check_ttl(uint64_t ttl, uint64_t max) {
+  if (ttl < 1) return bad_request("timeout_s: must be a positive integer (seconds)");
   if (ttl > max)
     return bad_request("timeout_s: at most " + std::to_string(max) + " (the daemon's max_ttl_s)");
   return ttl;
 }
 
-ApiResult<std::vector<std::string>> parse_network(const json& body) {
-  std::vector<std::string> allow;
-  if (!body.contains("network") || body["network"].is_null()) return allow;
-  const json& n = body["network"];
-  if (!n.is_object()) return bad_request("network: must be an object {\"allow\": [...]}");
-  for (const auto& [k, v] : n.items()) {
-    if (k != "allow") return bad_request("network." + k + ": unknown field");
-    if (!v.is_array()) return bad_request("network.allow: must be an array of strings");
-    if (v.size() > 256) return bad_request("network.allow: at most 256 entries");
-    for (const auto& e : v) {
-      // CIDR:proto:port; the back end applies it, here only the shape is checked.
-      if (!e.is_string()) return bad_request("network.allow: entries must be strings");
-      std::string s = e.get<std::string>();
-      size_t c1 = s.find(':');
-      size_t c2 = c1 == std::string::npos ? c1 : s.find(':', c1 + 1);
-      std::string proto = c2 == std::string::npos ? "" : s.substr(c1 + 1, c2 - c1 - 1);
-      if (s.size() > 64 || c2 == std::string::npos || s.find('/') > c1 ||
-          (proto != "tcp" && proto != "udp") || s.size() == c2 + 1)
-        return bad_request("network.allow: '" + s + "' is not CIDR:tcp|udp:port");
-      allow.push_back(s);
-    }
-  }
-  return allow;
-}
-
 }  // namespace
 
-ApiResult<std::vector<std::pair<std::string, std::string>>> parse_env(const json& v,
-                                                                      const std::string& field) {
-  std::vector<std::pair<std::string, std::string>> env;
-  if (v.is_null()) return env;
-  if (!v.is_object()) return bad_request(field + ": must be an object of strings");
-  if (v.size() > 1024) return bad_request(field + ": at most 1024 variables");
-  for (const auto& [k, val] : v.items()) {
-    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
-      return bad_request(field + ": '" + k + "' is not a variable name");
-    if (!val.is_string()) return bad_request(field + "." + k + ": must be a string");
-    std::string s = val.get<std::string>();
-    if (s.find('\0') != std::string::npos) return bad_request(field + "." + k + ": holds NUL");
-    env.emplace_back(k, s);
-  }
-  return env;
-}
-
-std::vector<std::pair<std::string, std::string>> merge_env(
-    const std::vector<std::pair<std::string, std::string>>& base,
-    const std::vector<std::pair<std::string, std::string>>& top) {
-  std::vector<std::pair<std::string, std::string>> out;
+EnvList merge_env(const EnvList& base, const EnvList& top) {
+  EnvList out;
   for (const auto& kv : base) {
     bool overridden = false;
     for (const auto& t : top)
@@ -118,19 +71,19 @@ std::string SandboxService::new_id(const char* prefix) {
   return std::string(prefix) + hex;
 }
 
-json SandboxService::health() {
-  json isolations = json::array();
+HealthView SandboxService::health() {
+  HealthView h;
+  h.version = options_.version;
   for (const auto& [iso, f] : options_.factories)
-    isolations.push_back(isolation_name(iso));
+    h.isolations.push_back(iso);
+  h.default_isolation = options_.default_isolation;
+  h.kvm = options_.kvm;
+  h.cpu_virtualization = options_.cpu_virtualization;
+  h.jailed_vmms = jail_microvms(options_.config);
   std::lock_guard<std::mutex> lock(mu_);
-  return {{"version", options_.version},
-          {"isolation", isolations},
-          {"default_isolation", isolation_name(options_.default_isolation)},
-          {"kvm", options_.kvm},
-          {"cpu_virtualization", options_.cpu_virtualization},
-          {"jailed_vmms", jail_microvms(options_.config)},
-          {"sandboxes", sandboxes_.size()},
-          {"templates", templates_.size()}};
+  h.sandboxes = sandboxes_.size();
+  h.templates = templates_.size();
+  return h;
 }
 
 std::shared_ptr<SandboxService::SandboxEntry> SandboxService::find_sandbox(const std::string& id) {
@@ -139,32 +92,29 @@ std::shared_ptr<SandboxService::SandboxEntry> SandboxService::find_sandbox(const
   return it == sandboxes_.end() ? nullptr : it->second;
 }
 
-json SandboxService::describe_sandbox(SandboxEntry& s) {
-  system_clock::time_point expires;
-  uint64_t ttl_s;
+SandboxView SandboxService::describe_sandbox(SandboxEntry& s) {
+  SandboxView v;
+  v.id = s.id;
+  v.template_id = s.tpl->id;
+  v.isolation = s.tpl->spec.isolation;
+  v.created_at = s.created_at;
+  v.from_pool = s.from_pool;
+  v.create_ms = s.create_ms;
+  v.parent = s.parent;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    expires = s.expires_at;
-    ttl_s = s.ttl_s;
+    v.expires_at = s.expires_at;
+    v.timeout_s = s.ttl_s;
   }
-  json j = {{"id", s.id},
-            {"template", s.tpl->id},
-            {"isolation", isolation_name(s.tpl->spec.isolation)},
-            {"created_at", rfc3339(s.created_at)},
-            {"expires_at", rfc3339(expires)},
-            {"timeout_s", ttl_s},
-            {"from_pool", s.from_pool},
-            {"create_ms", s.create_ms},
-            {"parent", s.parent.empty() ? json(nullptr) : json(s.parent)}};
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.instance) {
-    j["state"] = s.instance->paused() ? "paused" : "running";
-    j["backend"] = s.instance->describe();
+    v.state = s.instance->paused() ? SandboxView::State::kPaused : SandboxView::State::kRunning;
+    v.backend = s.instance->describe();
   } else {
-    j["state"] = "destroyed";
-    j["backend"] = json::object();
+    v.state = SandboxView::State::kDestroyed;
+    v.backend = json::object();
   }
-  return j;
+  return v;
 }
 
 void SandboxService::release_reservation(TemplateEntry* tpl, uint32_t count, uint64_t mem_mib) {
@@ -214,21 +164,10 @@ ApiResult<SandboxService::Reservation> SandboxService::reserve_locked(TemplateEn
   return Reservation(this, tpl, count, tpl->spec.mem_mib);
 }
 
-ApiResult<json> SandboxService::create_sandbox(const json& body) {
-  for (const auto& [k, v] : body.items()) {
-    if (k != "template" && k != "timeout_s" && k != "env" && k != "network")
-      return bad_request(k + ": unknown field");
-  }
-  if (!body.contains("template") || !body["template"].is_string())
-    return bad_request("template: required (a template id)");
-  std::string tpl_id = body["template"].get<std::string>();
-  auto ttl = get_ttl(body, options_.config.default_ttl_s, options_.config.max_ttl_s);
-  if (!ttl) return ttl.error();
-  auto env = parse_env(body.value("env", json()), "env");
-  if (!env) return env.error();
-  auto allow = parse_network(body);
-  if (!allow) return allow.error();
-
+ApiResult<SandboxView> SandboxService::create_sandbox(const SandboxRequest& req) {
+  const uint64_t ttl = TRY(
+      check_ttl(req.timeout_s.value_or(options_.config.default_ttl_s), options_.config.max_ttl_s));
+  const std::string& tpl_id = req.template_id;
   std::shared_ptr<TemplateEntry> tpl;
   Reservation slot;
   {
@@ -242,8 +181,8 @@ ApiResult<json> SandboxService::create_sandbox(const json& body) {
 
   auto start = std::chrono::steady_clock::now();
   InstanceOptions opts;
-  opts.egress_allow = *allow;
-  opts.ttl_s = *ttl;
+  opts.egress_allow = req.egress_allow;
+  opts.ttl_s = ttl;
   bool from_pool = false;
   auto instance = tpl->backend->acquire(opts, &from_pool);
   if (!instance.ok()) {
@@ -253,9 +192,9 @@ ApiResult<json> SandboxService::create_sandbox(const json& body) {
     return from_error(instance.error());
   }
   auto proto = std::make_shared<SandboxEntry>();
-  proto->env = std::move(*env);
-  proto->egress_allow = std::move(*allow);
-  proto->ttl_s = *ttl;
+  proto->env = req.env;
+  proto->egress_allow = req.egress_allow;
+  proto->ttl_s = ttl;
   proto->from_pool = from_pool;
   proto->create_ms = elapsed_ms(start);
   (from_pool ? metrics_.create_from_pool : metrics_.create_restore)
@@ -265,10 +204,10 @@ ApiResult<json> SandboxService::create_sandbox(const json& body) {
 
 // The instance becomes a sandbox and keeps the slot, or is destroyed (and the slot given back)
 // when its record cannot be written or the daemon is stopping.
-ApiResult<json> SandboxService::register_instance(std::shared_ptr<TemplateEntry> tpl,
-                                                  std::unique_ptr<Instance> instance,
-                                                  std::shared_ptr<SandboxEntry> s,
-                                                  Reservation slot) {
+ApiResult<SandboxView> SandboxService::register_instance(std::shared_ptr<TemplateEntry> tpl,
+                                                         std::unique_ptr<Instance> instance,
+                                                         std::shared_ptr<SandboxEntry> s,
+                                                         Reservation slot) {
   s->tpl = tpl;
   s->created_at = system_clock::now();
   s->instance = std::move(instance);
@@ -315,20 +254,20 @@ ApiResult<json> SandboxService::register_instance(std::shared_ptr<TemplateEntry>
   return describe_sandbox(*s);
 }
 
-json SandboxService::list_sandboxes() {
+std::vector<SandboxView> SandboxService::list_sandboxes() {
   std::vector<std::shared_ptr<SandboxEntry>> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, s] : sandboxes_)
       all.push_back(s);
   }
-  json list = json::array();
+  std::vector<SandboxView> list;
   for (auto& s : all)
     list.push_back(describe_sandbox(*s));
-  return {{"sandboxes", list}};
+  return list;
 }
 
-ApiResult<json> SandboxService::get_sandbox(const std::string& id) {
+ApiResult<SandboxView> SandboxService::get_sandbox(const std::string& id) {
   auto s = find_sandbox(id);
   if (!s) return not_found("no sandbox " + id);
   return describe_sandbox(*s);
@@ -377,7 +316,7 @@ ApiStatus SandboxService::delete_sandbox(const std::string& id) {
   return {};
 }
 
-ApiResult<json> SandboxService::pause_sandbox(const std::string& id) {
+ApiResult<SandboxView> SandboxService::pause_sandbox(const std::string& id) {
   auto s = find_sandbox(id);
   if (!s) return not_found("no sandbox " + id);
   {
@@ -393,7 +332,7 @@ ApiResult<json> SandboxService::pause_sandbox(const std::string& id) {
   return describe_sandbox(*s);
 }
 
-ApiResult<json> SandboxService::resume_sandbox(const std::string& id) {
+ApiResult<SandboxView> SandboxService::resume_sandbox(const std::string& id) {
   auto s = find_sandbox(id);
   if (!s) return not_found("no sandbox " + id);
   {
@@ -409,17 +348,10 @@ ApiResult<json> SandboxService::resume_sandbox(const std::string& id) {
   return describe_sandbox(*s);
 }
 
-ApiResult<json> SandboxService::fork_sandbox(const std::string& id, const json& body) {
-  for (const auto& [k, v] : body.items()) {
-    if (k != "count") return bad_request(k + ": unknown field");
-  }
-  uint32_t count = 1;
-  if (body.contains("count")) {
-    const json& c = body["count"];
-    if (!c.is_number_integer() || c.get<int64_t>() < 1 || c.get<int64_t>() > 16)
-      return bad_request("count: must be an integer from 1 to 16");
-    count = c.get<uint32_t>();
-  }
+ApiResult<std::vector<SandboxView>> SandboxService::fork_sandbox(const std::string& id,
+                                                                 const ForkRequest& req) {
+  if (!kForkCountRange.contains(req.count)) return range_error("count", kForkCountRange);
+  const uint32_t count = req.count;
   auto s = find_sandbox(id);
   if (!s) return not_found("no sandbox " + id);
   TemplateEntry* tpl = s->tpl.get();
@@ -454,7 +386,7 @@ ApiResult<json> SandboxService::fork_sandbox(const std::string& id, const json& 
     std::lock_guard<std::mutex> lock(mu_);
     parent_ttl = s->ttl_s;
   }
-  json list = json::array();
+  std::vector<SandboxView> list;
   for (auto& child : *children) {
     auto entry = std::make_shared<SandboxEntry>();
     entry->env = s->env;
@@ -466,23 +398,19 @@ ApiResult<json> SandboxService::fork_sandbox(const std::string& id, const json& 
     if (r.ok()) list.push_back(std::move(*r));
   }
   if (list.empty()) return internal("no child could be registered");
-  return json{{"children", list}};
+  return list;
 }
 
-ApiResult<json> SandboxService::set_timeout(const std::string& id, const json& body) {
-  for (const auto& [k, v] : body.items()) {
-    if (k != "timeout_s") return bad_request(k + ": unknown field");
-  }
-  if (!body.contains("timeout_s")) return bad_request("timeout_s: required");
-  auto ttl = get_ttl(body, 0, options_.config.max_ttl_s);
-  if (!ttl) return ttl.error();
+ApiResult<SandboxView> SandboxService::set_timeout(const std::string& id,
+                                                   const TimeoutRequest& req) {
+  const uint64_t ttl = TRY(check_ttl(req.timeout_s, options_.config.max_ttl_s));
   auto s = find_sandbox(id);
   if (!s) return not_found("no sandbox " + id);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    s->ttl_s = *ttl;
-    s->expires_at = system_clock::now() + std::chrono::seconds(*ttl);
-    s->deadline = Clock::now() + std::chrono::seconds(*ttl);
+    s->ttl_s = ttl;
+    s->expires_at = system_clock::now() + std::chrono::seconds(ttl);
+    s->deadline = Clock::now() + std::chrono::seconds(ttl);
   }
   return describe_sandbox(*s);
 }

@@ -1,8 +1,9 @@
-// SandboxService: the core of `carapace serve` (docs/api.md), without HTTP. It keeps the registry
-// of templates and sandboxes, hands out ids, enforces the daemon's limits, destroys sandboxes when
-// their time to live runs out (reaper thread) or their agent stops answering (health thread),
-// records what it runs in the state directory so a restart can clean up after a crash, and keeps
-// the metrics. Back ends are made through injectable factories, so tests run the whole daemon
+// SandboxService: the core of `carapace serve` (docs/api.md), without HTTP: typed requests in,
+// views and typed errors (ApiError) out; the routes (daemon/api) parse and render JSON. It keeps
+// the registry of templates and sandboxes, hands out ids, enforces the daemon's limits, destroys
+// sandboxes when their time to live runs out (reaper thread) or their agent stops answering (health
+// thread), records what it runs in the state directory so a restart can clean up after a crash, and
+// keeps the metrics. Back ends are made through injectable factories, so tests run the whole daemon
 // over a fake back end.
 //
 // Locking: `mu_` guards the maps, reservations and expiry times; each sandbox's own `mu` guards
@@ -21,13 +22,12 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "carapace/version.h"
 #include "daemon/backends/backend.h"
 #include "daemon/core/api_result.h"
 #include "daemon/core/daemon_config.h"
 #include "daemon/core/service_metrics.h"
+#include "daemon/core/service_requests.h"
 #include "daemon/core/state_store.h"
 
 namespace carapace::service {
@@ -70,21 +70,23 @@ class SandboxService {
   // (with "persist" their records stay for the next start). Idempotent.
   void shutdown();
 
-  nlohmann::json health();
+  HealthView health();
 
-  ApiResult<nlohmann::json> create_template(const nlohmann::json& body);
-  nlohmann::json list_templates();
-  ApiResult<nlohmann::json> get_template(const std::string& id);
+  ApiResult<TemplateView> create_template(const TemplateRequest& request);
+  std::vector<TemplateView> list_templates();
+  ApiResult<TemplateView> get_template(const std::string& id);
   ApiStatus delete_template(const std::string& id);
 
-  ApiResult<nlohmann::json> create_sandbox(const nlohmann::json& body);
-  nlohmann::json list_sandboxes();
-  ApiResult<nlohmann::json> get_sandbox(const std::string& id);
+  ApiResult<SandboxView> create_sandbox(const SandboxRequest& request);
+  std::vector<SandboxView> list_sandboxes();
+  ApiResult<SandboxView> get_sandbox(const std::string& id);
   ApiStatus delete_sandbox(const std::string& id);
-  ApiResult<nlohmann::json> pause_sandbox(const std::string& id);
-  ApiResult<nlohmann::json> resume_sandbox(const std::string& id);
-  ApiResult<nlohmann::json> fork_sandbox(const std::string& id, const nlohmann::json& body);
-  ApiResult<nlohmann::json> set_timeout(const std::string& id, const nlohmann::json& body);
+  ApiResult<SandboxView> pause_sandbox(const std::string& id);
+  ApiResult<SandboxView> resume_sandbox(const std::string& id);
+  // The children, in the order the back end made them.
+  ApiResult<std::vector<SandboxView>> fork_sandbox(const std::string& id,
+                                                   const ForkRequest& request);
+  ApiResult<SandboxView> set_timeout(const std::string& id, const TimeoutRequest& request);
 
   // 404 for an unknown sandbox, 409 when it is paused (its agent cannot answer).
   ApiResult<AgentTarget> agent_target(const std::string& id);
@@ -131,18 +133,17 @@ class SandboxService {
 
   // service_templates.cpp
   ApiResult<std::shared_ptr<TemplateEntry>> build_template(const std::string& id,
-                                                           const nlohmann::json& request,
+                                                           const TemplateRequest& request,
                                                            bool reload);
-  nlohmann::json describe_template(const TemplateEntry& t, uint32_t live);
+  TemplateView describe_template(const TemplateEntry& t, uint32_t live);
   // service_lifecycle.cpp
   void recover();
   // sandbox_service.cpp
   // Takes over `slot`: kept when the instance becomes a sandbox, given back otherwise.
-  ApiResult<nlohmann::json> register_instance(std::shared_ptr<TemplateEntry> tpl,
-                                              std::unique_ptr<Instance> instance,
-                                              std::shared_ptr<SandboxEntry> proto,
-                                              Reservation slot);
-  nlohmann::json describe_sandbox(SandboxEntry& s);
+  ApiResult<SandboxView> register_instance(std::shared_ptr<TemplateEntry> tpl,
+                                           std::unique_ptr<Instance> instance,
+                                           std::shared_ptr<SandboxEntry> proto, Reservation slot);
+  SandboxView describe_sandbox(SandboxEntry& s);
   std::shared_ptr<SandboxEntry> find_sandbox(const std::string& id);
   // Removes `id` from the registry and destroys it; false when it was already gone. `why`
   // "expired" counts in sandboxes_expired, "unresponsive" and "exited" as failures.
@@ -169,13 +170,5 @@ class SandboxService {
   std::thread health_;
   std::once_flag shutdown_once_;
 };
-
-// Environment objects of the API: {"NAME": "value"}; names non-empty, without '=' or NUL.
-ApiResult<std::vector<std::pair<std::string, std::string>>> parse_env(const nlohmann::json& v,
-                                                                      const std::string& field);
-// `base` overridden by `top` (names compared exactly).
-std::vector<std::pair<std::string, std::string>> merge_env(
-    const std::vector<std::pair<std::string, std::string>>& base,
-    const std::vector<std::pair<std::string, std::string>>& top);
 
 }  // namespace carapace::service

@@ -16,7 +16,6 @@ struct SandboxService::TemplateEntry {
   std::string id;
   std::string name;
   TemplateSpec spec;
-  nlohmann::json request;  // as accepted, kept in template.json for reloads
   std::unique_ptr<TemplateBackend> backend;
   uint64_t build_ms = 0;
   std::chrono::system_clock::time_point created_at;
@@ -27,7 +26,7 @@ struct SandboxService::TemplateEntry {
 struct SandboxService::SandboxEntry {
   std::string id;
   std::shared_ptr<TemplateEntry> tpl;
-  std::vector<std::pair<std::string, std::string>> env;
+  EnvList env;
   std::vector<std::string> egress_allow;
   uint64_t ttl_s = 0;
   bool from_pool = false;

@@ -8,6 +8,7 @@
 
 #include "daemon/core/json_log.h"
 #include "daemon/core/record_fields.h"
+#include "daemon/core/request_json.h"
 #include "daemon/core/sandbox_service.h"
 #include "daemon/core/service_entries.h"
 #include "jailer/jail_fs.h"
@@ -81,14 +82,20 @@ void SandboxService::recover() {
       errors.push_back("template " + id + ": record has no request");
       continue;
     }
+    auto request = parse_template_request(r["request"]);
+    if (!request.ok()) {
+      json_log("error", "template could not be reloaded",
+               {{"id", id}, {"error", request.error().message}});
+      continue;
+    }
     // The back end may reuse what it left in its folder (a snapshot); if that fails, it gets a
     // clean folder and builds from scratch.
-    auto t = build_template(id, r["request"], true);
+    auto t = build_template(id, *request, true);
     if (!t.ok() && t.error().code == http::ErrorCode::kInternal) {
       json_log("warn", "template reload failed; rebuilding from scratch",
                {{"id", id}, {"error", t.error().message}});
       clear_backend_files(store_.template_dir(id));
-      t = build_template(id, r["request"], true);
+      t = build_template(id, *request, true);
     }
     if (!t.ok()) {
       // Kept on disk: a later start may succeed (e.g. /dev/kvm back).

@@ -104,9 +104,9 @@ struct Fixture {
   std::string state_dir;
   std::unique_ptr<SandboxService> svc;
   http::Router router;
-  std::string tpl;  // the live template
-  std::string sb;   // the live sandbox
-  json sb_timeout;  // puts its time to live back
+  std::string tpl;            // the live template
+  std::string sb;             // the live sandbox
+  TimeoutRequest sb_timeout;  // puts its time to live back
 };
 
 std::string make_state_dir() {
@@ -135,13 +135,18 @@ Fixture& fixture() {
     if (!svc.ok()) __builtin_trap();
     fx->svc = std::move(*svc);
     if (!add_all_routes(fx->router, *fx->svc).ok()) __builtin_trap();
-    auto tpl = fx->svc->create_template({{"rootfs", "/proc/self/exe"}, {"pool_size", 0}});
+    TemplateRequest tpl_request;
+    tpl_request.spec.rootfs = "/proc/self/exe";
+    tpl_request.spec.pool_size = 0;
+    auto tpl = fx->svc->create_template(tpl_request);
     if (!tpl.ok()) __builtin_trap();
-    fx->tpl = tpl->at("id").get<std::string>();
-    fx->sb_timeout = {{"timeout_s", fx->svc->config().max_ttl_s}};
-    auto sb = fx->svc->create_sandbox({{"template", fx->tpl}});
+    fx->tpl = tpl->id;
+    fx->sb_timeout.timeout_s = fx->svc->config().max_ttl_s;
+    SandboxRequest sb_request;
+    sb_request.template_id = fx->tpl;
+    auto sb = fx->svc->create_sandbox(sb_request);
     if (!sb.ok()) __builtin_trap();
-    fx->sb = sb->at("id").get<std::string>();
+    fx->sb = sb->id;
     return fx;
   }();
   return *f;
@@ -149,16 +154,11 @@ Fixture& fixture() {
 
 // Destroys what the input created and undoes what it changed on the live sandbox.
 void reset(Fixture& fx) {
-  // Held in locals: a range-for over a member of a temporary would read a destroyed object.
-  const json sandboxes = fx.svc->list_sandboxes();
-  for (const auto& s : sandboxes["sandboxes"]) {
-    const std::string id = s["id"].get<std::string>();
-    if (id != fx.sb) (void)fx.svc->delete_sandbox(id);
+  for (const SandboxView& s : fx.svc->list_sandboxes()) {
+    if (s.id != fx.sb) (void)fx.svc->delete_sandbox(s.id);
   }
-  const json templates = fx.svc->list_templates();
-  for (const auto& t : templates["templates"]) {
-    const std::string id = t["id"].get<std::string>();
-    if (id != fx.tpl) (void)fx.svc->delete_template(id);
+  for (const TemplateView& t : fx.svc->list_templates()) {
+    if (t.id != fx.tpl) (void)fx.svc->delete_template(t.id);
   }
   (void)fx.svc->resume_sandbox(fx.sb);
   if (!fx.svc->set_timeout(fx.sb, fx.sb_timeout).ok()) __builtin_trap();

@@ -1,0 +1,178 @@
+#include "daemon/core/request_json.h"
+
+#include <initializer_list>
+
+namespace carapace::service {
+
+using nlohmann::json;
+
+namespace {
+
+ApiStatus only_fields(const json& body, std::initializer_list<const char*> known) {
+  for (const auto& [k, v] : body.items()) {
+    bool found = false;
+    for (const char* f : known)
+      found = found || k == f;
+    if (!found) return bad_request(k + ": unknown field");
+  }
+  return {};
+}
+
+// A path field: absent or null leaves `out` empty (the service decides whether it is required).
+ApiStatus get_path(const json& body, const char* field, std::string* out) {
+  if (!body.contains(field) || body[field].is_null()) return {};
+  if (!body[field].is_string()) return bad_request(std::string(field) + ": must be a string");
+  *out = body[field].get<std::string>();
+  return {};
+}
+
+template <typename T>
+ApiStatus get_in_range(const json& body, const char* field, FieldRange range, T* out) {
+  if (!body.contains(field)) return {};
+  const json& v = body[field];
+  if (!v.is_number_integer() || !range.contains(v.get<int64_t>())) return range_error(field, range);
+  *out = static_cast<T>(v.get<int64_t>());
+  return {};
+}
+
+ApiResult<uint64_t> get_timeout(const json& v) {
+  if (!v.is_number_integer() || v.get<int64_t>() < 1)
+    return bad_request("timeout_s: must be a positive integer (seconds)");
+  return v.get<uint64_t>();
+}
+
+// {"allow": ["CIDR:tcp|udp:port", ...]}; the back end applies the rules, here only their shape
+// is checked.
+ApiResult<std::vector<std::string>> parse_network(const json& body) {
+  std::vector<std::string> allow;
+  if (!body.contains("network") || body["network"].is_null()) return allow;
+  const json& n = body["network"];
+  if (!n.is_object()) return bad_request("network: must be an object {\"allow\": [...]}");
+  for (const auto& [k, v] : n.items()) {
+    if (k != "allow") return bad_request("network." + k + ": unknown field");
+    if (!v.is_array()) return bad_request("network.allow: must be an array of strings");
+    if (v.size() > kMaxEgressRules)
+      return bad_request("network.allow: at most " + std::to_string(kMaxEgressRules) + " entries");
+    for (const auto& e : v) {
+      if (!e.is_string()) return bad_request("network.allow: entries must be strings");
+      std::string s = e.get<std::string>();
+      size_t c1 = s.find(':');
+      size_t c2 = c1 == std::string::npos ? c1 : s.find(':', c1 + 1);
+      std::string proto = c2 == std::string::npos ? "" : s.substr(c1 + 1, c2 - c1 - 1);
+      if (s.size() > 64 || c2 == std::string::npos || s.find('/') > c1 ||
+          (proto != "tcp" && proto != "udp") || s.size() == c2 + 1)
+        return bad_request("network.allow: '" + s + "' is not CIDR:tcp|udp:port");
+      allow.push_back(s);
+    }
+  }
+  return allow;
+}
+
+}  // namespace
+
+ApiError range_error(const char* field, FieldRange r) {
+  return bad_request(std::string(field) + ": must be an integer from " + std::to_string(r.lo) +
+                     " to " + std::to_string(r.hi));
+}
+
+ApiResult<TemplateRequest> parse_template_request(const json& body) {
+  TRY_STATUS(only_fields(body, {"name", "isolation", "kernel", "initrd", "rootfs", "boot_args",
+                                "vcpus", "mem_mib", "pool_size", "agent_timeout_s", "network"}));
+  TemplateRequest req;
+  if (body.contains("isolation")) {
+    if (body["isolation"] == "microvm") {
+      req.isolation = Isolation::kMicrovm;
+    } else if (body["isolation"] == "process") {
+      req.isolation = Isolation::kProcess;
+    } else {
+      return bad_request("isolation: must be \"microvm\" or \"process\"");
+    }
+  }
+  TemplateSpec& spec = req.spec;
+  TRY_STATUS(get_path(body, "kernel", &spec.kernel));
+  TRY_STATUS(get_path(body, "initrd", &spec.initrd));
+  TRY_STATUS(get_path(body, "rootfs", &spec.rootfs));
+  if (body.contains("boot_args")) {
+    if (!body["boot_args"].is_string() ||
+        body["boot_args"].get<std::string>().size() > kMaxBootArgs)
+      return bad_request("boot_args: must be a string of at most " + std::to_string(kMaxBootArgs) +
+                         " characters");
+    spec.boot_args = body["boot_args"].get<std::string>();
+  }
+  TRY_STATUS(get_in_range(body, "vcpus", kVcpusRange, &spec.vcpus));
+  TRY_STATUS(get_in_range(body, "mem_mib", kMemMibRange, &spec.mem_mib));
+  TRY_STATUS(get_in_range(body, "pool_size", kPoolSizeRange, &spec.pool_size));
+  TRY_STATUS(get_in_range(body, "agent_timeout_s", kAgentTimeoutRange, &spec.agent_timeout_s));
+  if (body.contains("network")) {
+    if (!body["network"].is_boolean()) return bad_request("network: must be true or false");
+    spec.network = body["network"].get<bool>();
+  }
+  if (body.contains("name")) {
+    if (!body["name"].is_string()) return bad_request("name: must be a string");
+    req.name = body["name"].get<std::string>();
+  }
+  return req;
+}
+
+json template_request_json(const TemplateRequest& req) {
+  const TemplateSpec& s = req.spec;
+  json j = {{"vcpus", s.vcpus},
+            {"mem_mib", s.mem_mib},
+            {"pool_size", s.pool_size},
+            {"agent_timeout_s", s.agent_timeout_s},
+            {"network", s.network}};
+  if (req.name) j["name"] = *req.name;
+  if (req.isolation) j["isolation"] = isolation_name(*req.isolation);
+  auto set_if = [&j](const char* field, const std::string& value) {
+    if (!value.empty()) j[field] = value;
+  };
+  set_if("kernel", s.kernel);
+  set_if("initrd", s.initrd);
+  set_if("rootfs", s.rootfs);
+  set_if("boot_args", s.boot_args);
+  return j;
+}
+
+ApiResult<SandboxRequest> parse_sandbox_request(const json& body) {
+  TRY_STATUS(only_fields(body, {"template", "timeout_s", "env", "network"}));
+  SandboxRequest req;
+  if (!body.contains("template") || !body["template"].is_string())
+    return bad_request("template: required (a template id)");
+  req.template_id = body["template"].get<std::string>();
+  if (body.contains("timeout_s")) req.timeout_s = TRY(get_timeout(body["timeout_s"]));
+  req.env = TRY(parse_env(body.value("env", json()), "env"));
+  req.egress_allow = TRY(parse_network(body));
+  return req;
+}
+
+ApiResult<ForkRequest> parse_fork_request(const json& body) {
+  TRY_STATUS(only_fields(body, {"count"}));
+  ForkRequest req;
+  TRY_STATUS(get_in_range(body, "count", kForkCountRange, &req.count));
+  return req;
+}
+
+ApiResult<TimeoutRequest> parse_timeout_request(const json& body) {
+  TRY_STATUS(only_fields(body, {"timeout_s"}));
+  if (!body.contains("timeout_s")) return bad_request("timeout_s: required");
+  return TimeoutRequest{TRY(get_timeout(body["timeout_s"]))};
+}
+
+ApiResult<EnvList> parse_env(const json& v, const std::string& field) {
+  EnvList env;
+  if (v.is_null()) return env;
+  if (!v.is_object()) return bad_request(field + ": must be an object of strings");
+  if (v.size() > kMaxEnvVars)
+    return bad_request(field + ": at most " + std::to_string(kMaxEnvVars) + " variables");
+  for (const auto& [k, val] : v.items()) {
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
+      return bad_request(field + ": '" + k + "' is not a variable name");
+    if (!val.is_string()) return bad_request(field + "." + k + ": must be a string");
+    std::string s = val.get<std::string>();
+    if (s.find('\0') != std::string::npos) return bad_request(field + "." + k + ": holds NUL");
+    env.emplace_back(k, s);
+  }
+  return env;
+}
+
+}  // namespace carapace::service

@@ -1,0 +1,28 @@
+// The JSON form of the service's requests (docs/api.md): the bodies of the REST routes and the
+// template records of the state dir, which keep the request a template was built from. Parsing
+// checks the shape (known fields, types, the API's ranges) and names the first bad field in a
+// 400; what depends on the host or the daemon's configuration (files, max_ttl_s) is checked by
+// SandboxService itself.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/core/service_requests.h"
+
+namespace carapace::service {
+
+ApiResult<TemplateRequest> parse_template_request(const nlohmann::json& body);
+// The request as parse_template_request reads it back (only the fields that are set).
+nlohmann::json template_request_json(const TemplateRequest& req);
+
+ApiResult<SandboxRequest> parse_sandbox_request(const nlohmann::json& body);
+ApiResult<ForkRequest> parse_fork_request(const nlohmann::json& body);
+ApiResult<TimeoutRequest> parse_timeout_request(const nlohmann::json& body);
+
+// Environment objects of the API: {"NAME": "value"}; names non-empty, without '=' or NUL. A
+// null is no variables.
+ApiResult<EnvList> parse_env(const nlohmann::json& v, const std::string& field);
+
+}  // namespace carapace::service
