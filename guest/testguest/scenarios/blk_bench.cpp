@@ -109,9 +109,8 @@ const char* run_phase(BlkDriver& blk, const Phase& p, uint8_t* buffers, uint64_t
 
 ScenarioResult run_blk_bench(const BootInfo& boot) {
   DeviceList list;
-  if (const char* e = start_virtio(boot, list)) return e;
-  const DeviceInfo* info = list.find(kTypeBlock);
-  if (!info) return "no virtio-blk device (run with --drive)";
+  const DeviceInfo* info;
+  if (const char* e = start_virtio_device(boot, list, kTypeBlock, info)) return e;
   const uint64_t tsc_hz = calibrate_tsc_hz();
   if (tsc_hz == 0) return "TSC calibration failed (the PIT does not count)";
   const bool event_idx = !cmdline_has_word(boot.cmdline, "testguest.bench.no-event-idx");

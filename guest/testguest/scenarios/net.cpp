@@ -202,9 +202,8 @@ const char* sink(NetDriver& net, uint32_t count) {
 
 ScenarioResult run_net(const BootInfo& boot) {
   DeviceList list;
-  if (const char* e = start_virtio(boot, list)) return e;
-  const DeviceInfo* info = list.find(kTypeNet);
-  if (!info) return "no virtio-net device (run with --net)";
+  const DeviceInfo* info;
+  if (const char* e = start_virtio_device(boot, list, kTypeNet, info)) return e;
   static NetDriver net;
   if (const char* e = net.init(*info)) return e;
   out << "testguest: net features " << hex(net.offered) << " mac ";

@@ -24,9 +24,8 @@ constexpr uint64_t kIoCycles = 30'000'000'000;
 
 ScenarioResult run_restore_notice(const BootInfo& boot) {
   DeviceList list;
-  if (const char* e = start_virtio(boot, list)) return e;
-  const DeviceInfo* info = list.find(kTypeVsock);
-  if (!info) return "no virtio-vsock device (run with --vsock)";
+  const DeviceInfo* info;
+  if (const char* e = start_virtio_device(boot, list, kTypeVsock, info)) return e;
   static VsockStack vs;
   if (const char* e = vs.init(*info)) return e;
   vs.listen(kAgentPort);

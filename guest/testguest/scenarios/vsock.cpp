@@ -132,9 +132,8 @@ const char* call_host(VsockStack& vs, uint32_t port) {
 
 ScenarioResult run_vsock(const BootInfo& boot) {
   DeviceList list;
-  if (const char* e = start_virtio(boot, list)) return e;
-  const DeviceInfo* info = list.find(kTypeVsock);
-  if (!info) return "no virtio-vsock device (run with --vsock)";
+  const DeviceInfo* info;
+  if (const char* e = start_virtio_device(boot, list, kTypeVsock, info)) return e;
   uint32_t listen_port = 0, connect_port = 0;
   const bool listen = cmdline_number(boot.cmdline, "testguest.vsock.port=", listen_port);
   const bool call = cmdline_number(boot.cmdline, "testguest.vsock.connect=", connect_port);

@@ -95,9 +95,8 @@ void step(VsockStack& vs, Session& s) {
 
 ScenarioResult run_vsock_bench(const BootInfo& boot) {
   DeviceList list;
-  if (const char* e = start_virtio(boot, list)) return e;
-  const DeviceInfo* info = list.find(kTypeVsock);
-  if (!info) return "no virtio-vsock device (run with --vsock)";
+  const DeviceInfo* info;
+  if (const char* e = start_virtio_device(boot, list, kTypeVsock, info)) return e;
   const bool event_idx = !cmdline_has_word(boot.cmdline, "testguest.bench.no-event-idx");
   static VsockStack vs;
   if (const char* e = vs.init(*info, 128, kPayload, kPayload, kBufAlloc, event_idx)) return e;

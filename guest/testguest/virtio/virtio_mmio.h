@@ -60,6 +60,8 @@ inline constexpr uint32_t kTypeBlock = 2;
 inline constexpr uint32_t kTypeRng = 4;
 inline constexpr uint32_t kTypeVsock = 19;
 const char* type_name(uint32_t device_id);
+// "no virtio-<name> device (run with --<flag>)": a scenario's error when `device_id` is missing.
+const char* missing_device_error(uint32_t device_id);
 
 // One `virtio_mmio.device=<size>@<base>:<irq>` word, identified by its registers.
 struct DeviceInfo {
