@@ -31,13 +31,8 @@ ScenarioResult run_restore_notice(const BootInfo& boot) {
   vs.listen(kAgentPort);
   out << "testguest: restore-notice waiting on port " << dec(kAgentPort) << ", cid "
       << dec(vs.guest_cid) << "\n";
-  Deadline deadline(kWaitCycles);
-  VsockConn* c;
-  while (!(c = vs.accepted())) {
-    if (deadline.expired()) return "no restore notice arrived";
-    vs.poll();
-    cpu_relax();
-  }
+  VsockConn* c = vs.accept_within(kWaitCycles);
+  if (!c) return "no restore notice arrived";
   static char frame[kMaxAgentFrame];
   uint32_t len = 0;
   if (const char* e = read_agent_frame(vs, *c, frame, len, kIoCycles)) return e;
