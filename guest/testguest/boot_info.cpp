@@ -4,11 +4,15 @@
 
 #include <cstddef>
 
+#include "common/abi/pvh.h"
 #include "guest/testguest/asm_defs.h"
-#include "guest/testguest/pvh_start_info.h"
 
 namespace testguest {
 namespace {
+
+using carapace::abi::HvmMemmapEntry;
+using carapace::abi::HvmStartInfo;
+using carapace::abi::kHvmStartMagic;
 
 static_assert(ENTRY_LINUX64 == static_cast<uint32_t>(EntryPath::kLinux64));
 static_assert(ENTRY_PVH == static_cast<uint32_t>(EntryPath::kPvh));

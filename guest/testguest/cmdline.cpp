@@ -57,4 +57,14 @@ bool cmdline_has_word(const char* cmdline, const char* word) {
   });
 }
 
+uint64_t cmdline_u64(const char* cmdline, const char* key, uint64_t fallback) {
+  char value[24];
+  if (!cmdline_value(cmdline, key, value, sizeof value) || value[0] < '0' || value[0] > '9')
+    return fallback;
+  uint64_t n = 0;
+  for (const char* p = value; *p >= '0' && *p <= '9'; ++p)
+    n = n * 10 + static_cast<uint64_t>(*p - '0');
+  return n;
+}
+
 }  // namespace testguest

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace testguest {
 
@@ -15,5 +16,9 @@ bool cmdline_value(const char* cmdline, const char* key, char* value, size_t val
 
 // True if `word` appears as a whole whitespace-separated word.
 bool cmdline_has_word(const char* cmdline, const char* word);
+
+// The decimal number after `key` (its leading digits, up to 23 of them), or `fallback` when the
+// key is absent or its value does not start with a digit.
+uint64_t cmdline_u64(const char* cmdline, const char* key, uint64_t fallback);
 
 }  // namespace testguest

@@ -4,6 +4,7 @@
 // is emulated (~1.3 us each) while CPL3 runs natively, so these paths are short straight-line code:
 // the page tables, GDT, TSS, IDT and the first iretq frame are all prebuilt in the image.
 #include "guest/testguest/asm_defs.h"
+#include "guest/testguest/pvh_note.inc"
 
 #define MSR_EFER 0xc0000080
 #define EFER_LME 0x100
@@ -13,17 +14,8 @@
 #define CR0_ET 0x10
 #define CR0_NE 0x20
 #define CR0_PG 0x80000000
-#define XEN_ELFNOTE_PHYS32_ENTRY 18
 
-// PVH: QEMU (-kernel) and `carapace run --boot pvh` find the 32-bit entry point in this note.
-// QEMU places the descriptor at ALIGN(namesz, p_align), so the note segment must be 4-aligned.
-  .section .note.Xen, "a", @note
-  .balign 4
-  .long 4                         // namesz ("Xen\0")
-  .long 4                         // descsz
-  .long XEN_ELFNOTE_PHYS32_ENTRY
-  .asciz "Xen"
-  .long pvh_entry
+  pvh_entry_note pvh_entry
 
   .section .boot.text, "ax"
 

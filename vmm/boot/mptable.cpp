@@ -3,79 +3,20 @@
 #include <cstring>
 #include <vector>
 
+#include "common/abi/mptable.h"
 #include "vmm/memory/layout.h"
 
 namespace carapace {
 
 namespace {
 
-// Entry layouts from the MP specification, chapter 4.
-struct [[gnu::packed]] MpFloatingPointer {
-  char signature[4];  // "_MP_"
-  uint32_t config_table;
-  uint8_t length;  // in 16-byte units
-  uint8_t spec_rev;
-  uint8_t checksum;
-  uint8_t features[5];
-};
-struct [[gnu::packed]] MpConfigHeader {
-  char signature[4];  // "PCMP"
-  uint16_t base_length;
-  uint8_t spec_rev;
-  uint8_t checksum;
-  char oem_id[8];
-  char product_id[12];
-  uint32_t oem_table;
-  uint16_t oem_table_size;
-  uint16_t entry_count;
-  uint32_t lapic_addr;
-  uint16_t ext_length;
-  uint8_t ext_checksum;
-  uint8_t reserved;
-};
-struct [[gnu::packed]] MpProcessor {
-  uint8_t type;  // 0
-  uint8_t lapic_id;
-  uint8_t lapic_version;
-  uint8_t flags;  // bit 0 enabled, bit 1 bootstrap processor
-  uint32_t signature;
-  uint32_t features;
-  uint32_t reserved[2];
-};
-struct [[gnu::packed]] MpBus {
-  uint8_t type;  // 1
-  uint8_t bus_id;
-  char bus_type[6];
-};
-struct [[gnu::packed]] MpIoapic {
-  uint8_t type;  // 2
-  uint8_t apic_id;
-  uint8_t version;
-  uint8_t flags;  // bit 0 enabled
-  uint32_t addr;
-};
-struct [[gnu::packed]] MpInterrupt {
-  uint8_t type;  // 3 I/O interrupt, 4 local interrupt
-  uint8_t irq_type;
-  uint16_t irq_flags;  // 0: conforms to the bus (ISA: edge, active high)
-  uint8_t src_bus;
-  uint8_t src_irq;
-  uint8_t dst_apic;
-  uint8_t dst_pin;
-};
-static_assert(sizeof(MpFloatingPointer) == 16 && sizeof(MpConfigHeader) == 44);
-static_assert(sizeof(MpProcessor) == 20 && sizeof(MpBus) == 8 && sizeof(MpIoapic) == 8 &&
-              sizeof(MpInterrupt) == 8);
+using namespace abi;
 
-constexpr uint8_t kIrqTypeInt = 0, kIrqTypeNmi = 1, kIrqTypeExtInt = 3;
 constexpr uint8_t kLapicVersion = 0x14, kIoapicVersion = 0x11;
 constexpr uint8_t kIsaBus = 0;
 
 uint8_t checksum(const uint8_t* p, size_t n) {
-  uint8_t sum = 0;
-  for (size_t i = 0; i < n; ++i)
-    sum += p[i];
-  return static_cast<uint8_t>(-sum);
+  return static_cast<uint8_t>(-mp_byte_sum(p, n));
 }
 
 template <typename T>
@@ -102,20 +43,20 @@ Status write_mptable(const GuestMemory& mem, uint32_t num_cpus) {
     append(body, p);
     ++count;
   }
-  append(body, MpBus{1, kIsaBus, {'I', 'S', 'A', ' ', ' ', ' '}});
-  append(body, MpIoapic{2, ioapic_id, kIoapicVersion, 1, uint32_t(layout::kIoapicAddr)});
+  append(body, MpBus{kMpBus, kIsaBus, {'I', 'S', 'A', ' ', ' ', ' '}});
+  append(body, MpIoapic{kMpIoapic, ioapic_id, kIoapicVersion, 1, uint32_t(layout::kIoapicAddr)});
   count += 2;
   // ISA IRQ n arrives on IOAPIC pin n: that is how KVM's default GSI routing wires the in-kernel
   // PIT and devices (GSI n -> PIC line n and IOAPIC pin n), so the table describes the real wiring
   // without a KVM_SET_GSI_ROUTING call. IRQ 2 is the PIC cascade and has no pin.
   for (uint8_t irq = 0; irq < kIoapicPins; ++irq) {
     if (irq == 2) continue;
-    append(body, MpInterrupt{3, kIrqTypeInt, 0, kIsaBus, irq, ioapic_id, irq});
+    append(body, MpInterrupt{kMpIoInterrupt, kMpIrqInt, 0, kIsaBus, irq, ioapic_id, irq});
     ++count;
   }
   // LINT0 receives the PIC's ExtINT, LINT1 the NMI, on every local APIC.
-  append(body, MpInterrupt{4, kIrqTypeExtInt, 0, kIsaBus, 0, 0xff, 0});
-  append(body, MpInterrupt{4, kIrqTypeNmi, 0, kIsaBus, 0, 0xff, 1});
+  append(body, MpInterrupt{kMpLocalInterrupt, kMpIrqExtInt, 0, kIsaBus, 0, 0xff, 0});
+  append(body, MpInterrupt{kMpLocalInterrupt, kMpIrqNmi, 0, kIsaBus, 0, 0xff, 1});
   count += 2;
 
   const uint64_t fp_addr = layout::kEbdaStart;

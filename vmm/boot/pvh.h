@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/abi/pvh.h"
 #include "common/base/result.h"
 #include "vmm/boot/zero_page.h"
 #include "vmm/memory/guest_memory.h"
@@ -12,38 +13,12 @@
 
 namespace carapace {
 
-// Layouts fixed by the Xen public ABI (arch-x86/hvm/start_info.h), version 1.
-struct HvmStartInfo {
-  uint32_t magic;
-  uint32_t version;
-  uint32_t flags;
-  uint32_t nr_modules;
-  uint64_t modlist_paddr;
-  uint64_t cmdline_paddr;
-  uint64_t rsdp_paddr;
-  uint64_t memmap_paddr;
-  uint32_t memmap_entries;
-  uint32_t reserved;
-};
-static_assert(sizeof(HvmStartInfo) == 56);
+// The layouts live in common/abi, shared with the test guest that reads them back.
+using abi::HvmMemmapEntry;
+using abi::HvmModlistEntry;
+using abi::HvmStartInfo;
+using abi::kHvmStartMagic;
 
-struct HvmModlistEntry {
-  uint64_t paddr;
-  uint64_t size;
-  uint64_t cmdline_paddr;
-  uint64_t reserved;
-};
-static_assert(sizeof(HvmModlistEntry) == 32);
-
-struct HvmMemmapEntry {
-  uint64_t addr;
-  uint64_t size;
-  uint32_t type;
-  uint32_t reserved;
-};
-static_assert(sizeof(HvmMemmapEntry) == 24);
-
-inline constexpr uint32_t kHvmStartMagic = 0x336ec578;
 // The start info area is one page: header, one module entry, then the memory map.
 inline constexpr size_t kPvhMaxMemmapEntries =
     (4096 - sizeof(HvmStartInfo) - sizeof(HvmModlistEntry)) / sizeof(HvmMemmapEntry);

@@ -2,19 +2,13 @@
 // resets through the i8042, so `carapace run --boot pvh` exits 0 with the marker on the console.
 // Only `mov` and `out`: on hosts that emulate every guest CPL0 instruction, anything fancier
 // (string I/O, int N) may be slow or unsupported, and the point here is the ELF32 load path.
-#define XEN_ELFNOTE_PHYS32_ENTRY 18
+#include "guest/testguest/pvh_note.inc"
+
 #define COM1 0x3f8
 #define I8042_COMMAND 0x64
 #define I8042_PULSE_RESET 0xfe
 
-// PVH: the 32-bit entry point in a Xen note (same layout for ELF32 and ELF64).
-  .section .note.Xen, "a", @note
-  .balign 4
-  .long 4                         // namesz ("Xen\0")
-  .long 4                         // descsz
-  .long XEN_ELFNOTE_PHYS32_ENTRY
-  .asciz "Xen"
-  .long pvh32_entry
+  pvh_entry_note pvh32_entry
 
 .macro putc c
   mov $\c, %al

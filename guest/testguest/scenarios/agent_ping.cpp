@@ -90,9 +90,8 @@ void wait_for_peer_close(VsockStack& vs, VsockConn& c) {
 
 ScenarioResult run_agent_ping(const BootInfo& boot) {
   DeviceList list;
-  if (const char* e = start_virtio(boot, list)) return e;
-  const DeviceInfo* info = list.find(kTypeVsock);
-  if (!info) return "no virtio-vsock device (run with --vsock)";
+  const DeviceInfo* info;
+  if (const char* e = start_virtio_device(boot, list, kTypeVsock, info)) return e;
   if (boot.cmdline == nullptr ||
       (!cmdline_value(boot.cmdline, "testguest.agent.token=", current_token,
                       sizeof current_token) &&

@@ -103,13 +103,8 @@ void agent_reply(char* out, uint32_t cap, uint64_t id, const char* rest) {
   };
   put("{\"id\":");
   char digits[21];
-  int d = 0;
-  do {
-    digits[d++] = static_cast<char>('0' + id % 10);
-    id /= 10;
-  } while (id);
-  while (d && n + 1 < cap)
-    out[n++] = digits[--d];
+  digits[write_decimal(digits, id)] = '\0';
+  put(digits);
   put(rest);
   out[n] = '\0';
 }

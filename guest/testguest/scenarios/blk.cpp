@@ -186,8 +186,8 @@ const char* check_disk(BlkDriver& blk, int index, uint8_t* buf, const char* cmdl
 
 ScenarioResult run_blk(const BootInfo& boot) {
   DeviceList list;
-  if (const char* e = start_virtio(boot, list)) return e;
-  if (!list.find(kTypeBlock)) return "no virtio-blk device (run with --drive)";
+  const DeviceInfo* first;  // the loop below visits every disk, this one included
+  if (const char* e = start_virtio_device(boot, list, kTypeBlock, first)) return e;
   auto* buf = static_cast<uint8_t*>(dma_alloc(kReadChunks * kChunk, 4096));
   if (!buf) return "out of DMA memory";
   static BlkDriver drivers[4];

@@ -22,16 +22,6 @@ using namespace virtio;
 constexpr uint32_t kMaxDepth = 32;
 constexpr uint32_t kMaxBlock = 128 * 1024;
 
-uint32_t cmdline_u32(const char* cmdline, const char* key, uint32_t fallback) {
-  char value[12];
-  if (!cmdline_value(cmdline, key, value, sizeof value) || value[0] < '0' || value[0] > '9')
-    return fallback;
-  uint32_t n = 0;
-  for (const char* p = value; *p >= '0' && *p <= '9'; ++p)
-    n = n * 10 + static_cast<uint32_t>(*p - '0');
-  return n;
-}
-
 struct Phase {
   const char* name;
   uint32_t type;
@@ -109,16 +99,15 @@ const char* run_phase(BlkDriver& blk, const Phase& p, uint8_t* buffers, uint64_t
 
 ScenarioResult run_blk_bench(const BootInfo& boot) {
   DeviceList list;
-  if (const char* e = start_virtio(boot, list)) return e;
-  const DeviceInfo* info = list.find(kTypeBlock);
-  if (!info) return "no virtio-blk device (run with --drive)";
+  const DeviceInfo* info;
+  if (const char* e = start_virtio_device(boot, list, kTypeBlock, info)) return e;
   const uint64_t tsc_hz = calibrate_tsc_hz();
   if (tsc_hz == 0) return "TSC calibration failed (the PIT does not count)";
   const bool event_idx = !cmdline_has_word(boot.cmdline, "testguest.bench.no-event-idx");
   static BlkDriver blk;
   if (const char* e = blk.init(*info, 128, event_idx)) return e;
   if (blk.read_only()) return "the benchmark disk must be writable";
-  const uint64_t ms = cmdline_u32(boot.cmdline, "testguest.bench.ms=", 500);
+  const uint64_t ms = cmdline_u64(boot.cmdline, "testguest.bench.ms=", 500);
   out << "testguest: bench tsc_hz=" << dec(tsc_hz) << " capacity=" << dec(blk.capacity)
       << " queue=" << dec(blk.vq.size()) << " event_idx=" << dec(event_idx ? 1 : 0)
       << " ms=" << dec(ms) << "\n";

@@ -4,15 +4,17 @@
 // exit.
 #include <asm/bootparam.h>
 
+#include "common/abi/pvh.h"
 #include "guest/testguest/boot_info.h"
 #include "guest/testguest/cmdline.h"
 #include "guest/testguest/console.h"
 #include "guest/testguest/image.h"
-#include "guest/testguest/pvh_start_info.h"
 #include "guest/testguest/scenario.h"
 
 namespace testguest {
 namespace {
+
+using carapace::abi::HvmStartInfo;
 
 constexpr uint16_t kBootFlag = 0xaa55;
 constexpr uint32_t kHdrS = 0x53726448;  // "HdrS"

@@ -31,27 +31,29 @@ uint64_t top_of_ram = 0;
 const char* odd_widths(Target& t) {
   t.dev.reset();
   const uint64_t b = t.dev.base();
-  const uint64_t r8 = mmio_read8(b + kMagicValue), r16 = mmio_read16(b + kMagicValue);
-  const uint64_t r64 = mmio_read64(b + kMagicValue), ru = mmio_read32_exact(b + kMagicValue + 2);
+  const uint64_t r8 = mmio_read<uint8_t>(b + kMagicValue);
+  const uint64_t r16 = mmio_read<uint16_t>(b + kMagicValue);
+  const uint64_t r64 = mmio_read<uint64_t>(b + kMagicValue);
+  const uint64_t ru = mmio_read<uint32_t>(b + kMagicValue + 2);
   if (r8 || r16 || r64 || ru) {
     out << "testguest: hostile " << t.name << ": MagicValue as 1/2/8/unaligned-4 bytes: " << hex(r8)
         << " " << hex(r16) << " " << hex(r64) << " " << hex(ru) << "\n";
     return failed(t, "odd-width reads",
                   "a register read that is not 4 bytes aligned returned data");
   }
-  mmio_write8(b + kStatus, kStatusAcknowledge);
-  mmio_write16(b + kStatus, kStatusAcknowledge);
-  mmio_write64(b + kStatus, kStatusAcknowledge);
-  mmio_write32_exact(b + kStatus + 1, kStatusAcknowledge);
-  mmio_write32_exact(b + kQueueSel + 2, 1);
+  mmio_write<uint8_t>(b + kStatus, kStatusAcknowledge);
+  mmio_write<uint16_t>(b + kStatus, kStatusAcknowledge);
+  mmio_write<uint64_t>(b + kStatus, kStatusAcknowledge);
+  mmio_write<uint32_t>(b + kStatus + 1, kStatusAcknowledge);
+  mmio_write<uint32_t>(b + kQueueSel + 2, 1);
   if (const uint32_t s = t.dev.status())
     return failed(t, "odd-width writes", s == ~0u ? "device gone" : "an odd-width write stuck");
   // Configuration space takes any width (virtio 1.2 §4.2.2): 8 bytes = two 4-byte halves.
-  const uint64_t wide = mmio_read64(b + kConfig);
+  const uint64_t wide = mmio_read<uint64_t>(b + kConfig);
   if (wide != t.dev.config64(0)) return failed(t, "config widths", "8-byte config read differs");
   // Straddling the end of the window, and the last bytes of it.
-  (void)mmio_read64(b + kWindowSize - 4);
-  (void)mmio_read16(b + kWindowSize - 1);
+  (void)mmio_read<uint64_t>(b + kWindowSize - 4);
+  (void)mmio_read<uint16_t>(b + kWindowSize - 1);
   if (t.dev.read(kMagicValue) != kMagic) return failed(t, "window end", "device gone");
   return nullptr;
 }
@@ -60,10 +62,10 @@ const char* config_writes(Target& t) {
   const uint64_t b = t.dev.base();
   const uint64_t before = t.dev.config64(0);
   t.dev.write(kConfig, 0xdeadbeef);
-  mmio_write8(b + kConfig + 3, 0x5a);
-  mmio_write64(b + kConfig + 4, 0x0123456789abcdefull);
-  mmio_write64(b + kWindowSize - 8, ~0ull);
-  mmio_write32_exact(b + kWindowSize - 2, ~0u);  // straddles into the next window
+  mmio_write<uint8_t>(b + kConfig + 3, 0x5a);
+  mmio_write<uint64_t>(b + kConfig + 4, 0x0123456789abcdefull);
+  mmio_write<uint64_t>(b + kWindowSize - 8, ~0ull);
+  mmio_write<uint32_t>(b + kWindowSize - 2, ~0u);  // straddles into the next window
   if (t.dev.config64(0) != before)
     return failed(t, "config writes", "a read-only config field changed");
   if (t.dev.read(kMagicValue) != kMagic) return failed(t, "config writes", "device gone");
@@ -178,7 +180,7 @@ const char* frozen_queues(Target& t) {
 const char* notifies_and_reset(Target& t) {
   t.dev.write(kQueueNotify, static_cast<uint32_t>(t.queue_count) + 3);
   t.dev.write(kQueueNotify, 0xffff);
-  mmio_write16(t.dev.base() + kQueueNotify, static_cast<uint16_t>(t.probe_queue));
+  mmio_write<uint16_t>(t.dev.base() + kQueueNotify, static_cast<uint16_t>(t.probe_queue));
   if (const char* e = probe(t)) return failed(t, "notify for missing queues", e);
   // Fill the probe queue, notify, and reset at once: the device must drop the requests cleanly.
   Virtqueue& q = t.probe_q();

@@ -131,12 +131,17 @@ void arp_request(Frame& f, const uint8_t* mac) {
 }
 
 uint32_t parse_count(const char* cmdline, const char* key) {
-  char value[12];
-  if (!cmdline_value(cmdline, key, value, sizeof value)) return 0;
-  uint32_t n = 0;
-  for (const char* p = value; *p >= '0' && *p <= '9'; ++p)
-    n = n * 10 + static_cast<uint32_t>(*p - '0');
-  return n;
+  return static_cast<uint32_t>(cmdline_u64(cmdline, key, 0));
+}
+
+// The next received frame, waiting up to kEchoTimeout for it; false when none came.
+bool receive_within_timeout(NetDriver& net, const uint8_t*& frame, uint32_t& len, int& slot) {
+  Deadline deadline(kEchoTimeout);
+  while (!net.receive(frame, len, slot)) {
+    if (deadline.expired()) return false;
+    cpu_relax();
+  }
+  return true;
 }
 
 const char* echo(NetDriver& net, uint32_t count) {
@@ -145,13 +150,9 @@ const char* echo(NetDriver& net, uint32_t count) {
     const uint8_t* frame;
     uint32_t len;
     int slot;
-    Deadline deadline(kEchoTimeout);
-    while (!net.receive(frame, len, slot)) {
-      if (deadline.expired()) {
-        out << "testguest: net echoed " << dec(i) << " of " << dec(count) << " frames\n";
-        return "frames to echo did not arrive";
-      }
-      cpu_relax();
+    if (!receive_within_timeout(net, frame, len, slot)) {
+      out << "testguest: net echoed " << dec(i) << " of " << dec(count) << " frames\n";
+      return "frames to echo did not arrive";
     }
     if (!frame) return "the device completed an RX buffer with a bad length";
     const bool sent = net.send(frame, len);
@@ -173,14 +174,10 @@ const char* sink(NetDriver& net, uint32_t count) {
     const uint8_t* frame;
     uint32_t len;
     int slot;
-    Deadline deadline(kEchoTimeout);
-    while (!net.receive(frame, len, slot)) {
-      if (deadline.expired()) {
-        out << "testguest: net sink got " << dec(received) << " frames, the last sequence "
-            << dec(last < 0 ? 0 : last) << "\n";
-        return "flooded frames stopped arriving";
-      }
-      cpu_relax();
+    if (!receive_within_timeout(net, frame, len, slot)) {
+      out << "testguest: net sink got " << dec(received) << " frames, the last sequence "
+          << dec(last < 0 ? 0 : last) << "\n";
+      return "flooded frames stopped arriving";
     }
     if (!frame || len < 18) return "a flooded frame came back malformed";
     const uint32_t seq = (uint32_t{frame[14]} << 24) | (uint32_t{frame[15]} << 16) |
@@ -202,9 +199,8 @@ const char* sink(NetDriver& net, uint32_t count) {
 
 ScenarioResult run_net(const BootInfo& boot) {
   DeviceList list;
-  if (const char* e = start_virtio(boot, list)) return e;
-  const DeviceInfo* info = list.find(kTypeNet);
-  if (!info) return "no virtio-net device (run with --net)";
+  const DeviceInfo* info;
+  if (const char* e = start_virtio_device(boot, list, kTypeNet, info)) return e;
   static NetDriver net;
   if (const char* e = net.init(*info)) return e;
   out << "testguest: net features " << hex(net.offered) << " mac ";

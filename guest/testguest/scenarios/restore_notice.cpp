@@ -24,21 +24,15 @@ constexpr uint64_t kIoCycles = 30'000'000'000;
 
 ScenarioResult run_restore_notice(const BootInfo& boot) {
   DeviceList list;
-  if (const char* e = start_virtio(boot, list)) return e;
-  const DeviceInfo* info = list.find(kTypeVsock);
-  if (!info) return "no virtio-vsock device (run with --vsock)";
+  const DeviceInfo* info;
+  if (const char* e = start_virtio_device(boot, list, kTypeVsock, info)) return e;
   static VsockStack vs;
   if (const char* e = vs.init(*info)) return e;
   vs.listen(kAgentPort);
   out << "testguest: restore-notice waiting on port " << dec(kAgentPort) << ", cid "
       << dec(vs.guest_cid) << "\n";
-  Deadline deadline(kWaitCycles);
-  VsockConn* c;
-  while (!(c = vs.accepted())) {
-    if (deadline.expired()) return "no restore notice arrived";
-    vs.poll();
-    cpu_relax();
-  }
+  VsockConn* c = vs.accept_within(kWaitCycles);
+  if (!c) return "no restore notice arrived";
   static char frame[kMaxAgentFrame];
   uint32_t len = 0;
   if (const char* e = read_agent_frame(vs, *c, frame, len, kIoCycles)) return e;

@@ -34,9 +34,8 @@ bool words_repeat(const uint64_t* words, uint32_t n) {
 
 ScenarioResult run_rng(const BootInfo& boot) {
   DeviceList list;
-  if (const char* e = start_virtio(boot, list)) return e;
-  const DeviceInfo* info = list.find(kTypeRng);
-  if (!info) return "no virtio-rng device (run with --rng)";
+  const DeviceInfo* info;
+  if (const char* e = start_virtio_device(boot, list, kTypeRng, info)) return e;
   Device dev(*info);
   Virtqueue vq;
   const InitResult init = init_device(dev, 0, &vq, 1, 64);

@@ -72,13 +72,8 @@ const char* echo(VsockStack& vs, VsockConn& c) {
 const char* serve(VsockStack& vs, uint32_t port) {
   vs.listen(port);
   out << "testguest: vsock listening on port " << dec(port) << "\n";
-  Deadline deadline(kTimeout);
-  VsockConn* c;
-  while (!(c = vs.accepted())) {
-    if (deadline.expired()) return "no host connection arrived";
-    vs.poll();
-    cpu_relax();
-  }
+  VsockConn* c = vs.accept_within(kTimeout);
+  if (!c) return "no host connection arrived";
   out << "testguest: vsock accepted host port " << dec(c->peer_port) << ", peer buf_alloc "
       << dec(c->peer_buf_alloc) << "\n";
   return echo(vs, *c);
@@ -97,15 +92,7 @@ const char* call_host(VsockStack& vs, uint32_t port) {
   if (c->state != VsockConn::kEstablished) return "connection closed before it was established";
   char hello[48] = "hello from guest cid ";
   uint32_t n = 21;
-  char digits[20];
-  int d = 0;
-  uint64_t cid = vs.guest_cid;
-  do {
-    digits[d++] = static_cast<char>('0' + cid % 10);
-    cid /= 10;
-  } while (cid);
-  while (d)
-    hello[n++] = digits[--d];
+  n += write_decimal(hello + n, vs.guest_cid);
   hello[n++] = '\n';
   uint32_t sent = 0;
   while (sent < n) {
@@ -132,9 +119,8 @@ const char* call_host(VsockStack& vs, uint32_t port) {
 
 ScenarioResult run_vsock(const BootInfo& boot) {
   DeviceList list;
-  if (const char* e = start_virtio(boot, list)) return e;
-  const DeviceInfo* info = list.find(kTypeVsock);
-  if (!info) return "no virtio-vsock device (run with --vsock)";
+  const DeviceInfo* info;
+  if (const char* e = start_virtio_device(boot, list, kTypeVsock, info)) return e;
   uint32_t listen_port = 0, connect_port = 0;
   const bool listen = cmdline_number(boot.cmdline, "testguest.vsock.port=", listen_port);
   const bool call = cmdline_number(boot.cmdline, "testguest.vsock.connect=", connect_port);

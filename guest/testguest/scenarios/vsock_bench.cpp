@@ -12,6 +12,7 @@
 #include "guest/testguest/console.h"
 #include "guest/testguest/cpu.h"
 #include "guest/testguest/scenario.h"
+#include "guest/testguest/text.h"
 #include "guest/testguest/virtio/vsock.h"
 
 namespace testguest {
@@ -35,16 +36,6 @@ struct Session {
   uint8_t buf[kPayload];
 };
 
-uint64_t cmdline_u64(const char* cmdline, const char* key, uint64_t fallback) {
-  char value[24];
-  if (!cmdline_value(cmdline, key, value, sizeof value) || value[0] < '0' || value[0] > '9')
-    return fallback;
-  uint64_t n = 0;
-  for (const char* p = value; *p >= '0' && *p <= '9'; ++p)
-    n = n * 10 + static_cast<uint64_t>(*p - '0');
-  return n;
-}
-
 void step(VsockStack& vs, Session& s) {
   VsockConn& c = *s.conn;
   if (c.state != VsockConn::kEstablished || s.finishing) return;
@@ -63,15 +54,8 @@ void step(VsockStack& vs, Session& s) {
       vs.discard(c, c.readable());
       if (c.peer_shutdown && !c.readable()) {
         char line[40] = "done ";
-        uint32_t n = 5, d = 0;
-        char digits[20];
-        uint64_t v = c.bytes_in;
-        do {
-          digits[d++] = static_cast<char>('0' + v % 10);
-          v /= 10;
-        } while (v);
-        while (d)
-          line[n++] = digits[--d];
+        uint32_t n = 5;
+        n += write_decimal(line + n, c.bytes_in);
         line[n++] = '\n';
         if (vs.write(c, line, n) == n) s.finishing = vs.shutdown(c);
       }
@@ -95,9 +79,8 @@ void step(VsockStack& vs, Session& s) {
 
 ScenarioResult run_vsock_bench(const BootInfo& boot) {
   DeviceList list;
-  if (const char* e = start_virtio(boot, list)) return e;
-  const DeviceInfo* info = list.find(kTypeVsock);
-  if (!info) return "no virtio-vsock device (run with --vsock)";
+  const DeviceInfo* info;
+  if (const char* e = start_virtio_device(boot, list, kTypeVsock, info)) return e;
   const bool event_idx = !cmdline_has_word(boot.cmdline, "testguest.bench.no-event-idx");
   static VsockStack vs;
   if (const char* e = vs.init(*info, 128, kPayload, kPayload, kBufAlloc, event_idx)) return e;

@@ -9,6 +9,14 @@ const char* start_virtio(const BootInfo& boot, DeviceList& list) {
   return discover(boot.cmdline, list);
 }
 
+const char* start_virtio_device(const BootInfo& boot, DeviceList& list, uint32_t type,
+                                const DeviceInfo*& info) {
+  info = nullptr;
+  if (const char* e = start_virtio(boot, list)) return e;
+  info = list.find(type);
+  return info ? nullptr : missing_device_error(type);
+}
+
 InitResult init_device(Device& dev, uint64_t wanted, Virtqueue* queues, int n,
                        uint16_t queue_size) {
   InitResult r{nullptr, 0, 0};

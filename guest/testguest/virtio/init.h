@@ -17,6 +17,11 @@ inline constexpr uint64_t kDeviceTimeout = 30'000'000'000;
 // The start of every virtio scenario: the DMA arena and the device list from the command line.
 const char* start_virtio(const BootInfo& boot, DeviceList& list);
 
+// The start of a scenario that drives one device: start_virtio, then the first device of `type`
+// in `info`. A missing device is an error that names the VMM flag which adds one.
+const char* start_virtio_device(const BootInfo& boot, DeviceList& list, uint32_t type,
+                                const DeviceInfo*& info);
+
 struct InitResult {
   const char* error;  // nullptr on success
   uint64_t offered;   // all 64 feature bits the device offered

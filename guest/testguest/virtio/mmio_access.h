@@ -7,38 +7,17 @@
 
 namespace testguest {
 
-inline uint8_t mmio_read8(uint64_t addr) {
-  uint8_t v;
-  asm volatile("movb (%1), %0" : "=q"(v) : "r"(addr) : "memory");
-  return v;
-}
-inline uint16_t mmio_read16(uint64_t addr) {
-  uint16_t v;
-  asm volatile("movw (%1), %0" : "=r"(v) : "r"(addr) : "memory");
-  return v;
-}
-inline uint32_t mmio_read32_exact(uint64_t addr) {
-  uint32_t v;
-  asm volatile("movl (%1), %0" : "=r"(v) : "r"(addr) : "memory");
-  return v;
-}
-inline uint64_t mmio_read64(uint64_t addr) {
-  uint64_t v;
-  asm volatile("movq (%1), %0" : "=r"(v) : "r"(addr) : "memory");
+// The width is that of T: the assembler sizes the `mov` from the register the compiler picks.
+template <typename T>
+inline T mmio_read(uint64_t addr) {
+  T v;
+  asm volatile("mov (%1), %0" : "=r"(v) : "r"(addr) : "memory");
   return v;
 }
 
-inline void mmio_write8(uint64_t addr, uint8_t v) {
-  asm volatile("movb %0, (%1)" : : "q"(v), "r"(addr) : "memory");
-}
-inline void mmio_write16(uint64_t addr, uint16_t v) {
-  asm volatile("movw %0, (%1)" : : "r"(v), "r"(addr) : "memory");
-}
-inline void mmio_write32_exact(uint64_t addr, uint32_t v) {
-  asm volatile("movl %0, (%1)" : : "r"(v), "r"(addr) : "memory");
-}
-inline void mmio_write64(uint64_t addr, uint64_t v) {
-  asm volatile("movq %0, (%1)" : : "r"(v), "r"(addr) : "memory");
+template <typename T>
+inline void mmio_write(uint64_t addr, T v) {
+  asm volatile("mov %0, (%1)" : : "r"(v), "r"(addr) : "memory");
 }
 
 // Barriers for rings shared with the device (virtio 1.2 §2.7.13). x86 is TSO: stores are not

@@ -99,13 +99,9 @@ bool NetDriver::receive(const uint8_t*& frame, uint32_t& len, int& slot) {
 }
 
 void NetDriver::post_rx(uint16_t buffer) {
-  uint16_t ids[1];
-  const int head = rx.take_chain(1, ids);
-  if (head < 0) return;
-  rx_buffer_of_[head] = buffer;
-  rx.desc(ids[0]) =
-      Desc{phys(rx_bufs_ + uint64_t{kNetBufBytes} * buffer), kNetBufBytes, kDescWrite, 0};
-  rx.push_avail(static_cast<uint16_t>(head));
+  const Buf b = buf_in(rx_bufs_ + uint64_t{kNetBufBytes} * buffer, kNetBufBytes);
+  const int head = rx.add(&b, 1);
+  if (head >= 0) rx_buffer_of_[head] = buffer;
 }
 
 void NetDriver::release(int slot) {

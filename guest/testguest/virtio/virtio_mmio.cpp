@@ -52,21 +52,37 @@ bool parse_device_word(const char* p, DeviceInfo& info) {
   return true;
 }
 
+// The device types the drivers know: a name for messages, and what a scenario that needs one and
+// finds none says (the VMM flag that adds it).
+struct KnownType {
+  uint32_t device_id;
+  const char* name;
+  const char* missing;
+};
+constexpr KnownType kKnownTypes[] = {
+    {kTypeNet, "net", "no virtio-net device (run with --net)"},
+    {kTypeBlock, "blk", "no virtio-blk device (run with --drive)"},
+    {kTypeRng, "rng", "no virtio-rng device (run with --rng)"},
+    {kTypeVsock, "vsock", "no virtio-vsock device (run with --vsock)"},
+};
+
+const KnownType* known_type(uint32_t device_id) {
+  for (const KnownType& t : kKnownTypes) {
+    if (t.device_id == device_id) return &t;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 const char* type_name(uint32_t device_id) {
-  switch (device_id) {
-    case kTypeNet:
-      return "net";
-    case kTypeBlock:
-      return "blk";
-    case kTypeRng:
-      return "rng";
-    case kTypeVsock:
-      return "vsock";
-    default:
-      return "other";
-  }
+  const KnownType* t = known_type(device_id);
+  return t ? t->name : "other";
+}
+
+const char* missing_device_error(uint32_t device_id) {
+  const KnownType* t = known_type(device_id);
+  return t ? t->missing : "no virtio device of the wanted type";
 }
 
 const DeviceInfo* DeviceList::find(uint32_t type, int nth) const {

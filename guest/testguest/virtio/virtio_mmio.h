@@ -60,6 +60,8 @@ inline constexpr uint32_t kTypeBlock = 2;
 inline constexpr uint32_t kTypeRng = 4;
 inline constexpr uint32_t kTypeVsock = 19;
 const char* type_name(uint32_t device_id);
+// "no virtio-<name> device (run with --<flag>)": a scenario's error when `device_id` is missing.
+const char* missing_device_error(uint32_t device_id);
 
 // One `virtio_mmio.device=<size>@<base>:<irq>` word, identified by its registers.
 struct DeviceInfo {
@@ -92,12 +94,12 @@ class Device {
 
   const DeviceInfo& info() const { return info_; }
   uint64_t base() const { return base_; }
-  uint32_t read(uint32_t reg) const { return mmio_read32_exact(base_ + reg); }
-  void write(uint32_t reg, uint32_t v) const { mmio_write32_exact(base_ + reg, v); }
+  uint32_t read(uint32_t reg) const { return mmio_read<uint32_t>(base_ + reg); }
+  void write(uint32_t reg, uint32_t v) const { mmio_write<uint32_t>(base_ + reg, v); }
 
   // Configuration space (any width is allowed there, virtio 1.2 §4.2.2).
-  uint8_t config8(uint32_t off) const { return mmio_read8(base_ + kConfig + off); }
-  uint16_t config16(uint32_t off) const { return mmio_read16(base_ + kConfig + off); }
+  uint8_t config8(uint32_t off) const { return mmio_read<uint8_t>(base_ + kConfig + off); }
+  uint16_t config16(uint32_t off) const { return mmio_read<uint16_t>(base_ + kConfig + off); }
   uint32_t config32(uint32_t off) const { return read(kConfig + off); }
   // Two 32-bit halves; a 64-bit field may change between them, which the config generation
   // would catch (virtio 1.2 §2.5.1) — none of our devices changes config at run time.

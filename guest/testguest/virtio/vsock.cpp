@@ -61,13 +61,10 @@ const char* VsockStack::init(const DeviceInfo& info, uint16_t queue_size, uint32
 }
 
 void VsockStack::post_rx(uint16_t buffer) {
-  uint16_t ids[1];
-  const int head = rx_.take_chain(1, ids);
-  if (head < 0) return;
-  rx_buffer_of_[head] = buffer;
   const uint32_t size = kHdr + rx_payload_;
-  rx_.desc(ids[0]) = Desc{phys(rx_bufs_ + uint64_t{round64(size)} * buffer), size, kDescWrite, 0};
-  rx_.push_avail(static_cast<uint16_t>(head));
+  const Buf b = buf_in(rx_bufs_ + uint64_t{round64(size)} * buffer, size);
+  const int head = rx_.add(&b, 1);
+  if (head >= 0) rx_buffer_of_[head] = buffer;
 }
 
 void VsockStack::listen(uint32_t port) {
@@ -217,6 +214,17 @@ VsockConn* VsockStack::accepted() {
     }
   }
   return nullptr;
+}
+
+VsockConn* VsockStack::accept_within(uint64_t timeout) {
+  Deadline deadline(timeout);
+  VsockConn* c;
+  while (!(c = accepted())) {
+    if (deadline.expired()) return nullptr;
+    poll();
+    cpu_relax();
+  }
+  return c;
 }
 
 void VsockStack::handle(const VsockHdr& h, const uint8_t* payload, uint32_t len) {

@@ -89,6 +89,9 @@ class VsockStack {
   bool poll();
   // A connection accepted and not yet returned, or nullptr.
   VsockConn* accepted();
+  // Polls until a connection is accepted (returned as by accepted()), or nullptr after `timeout`
+  // TSC cycles.
+  VsockConn* accept_within(uint64_t timeout);
 
   // Takes up to `n` bytes from the connection's ring (sending a credit update when a quarter of
   // the ring has been freed since the last one we sent).

@@ -1,11 +1,12 @@
-// The PVH boot ABI (Xen public/arch-x86/hvm/start_info.h), defined here because no system header
-// carries it. All addresses are guest-physical.
+// The PVH boot ABI (Xen public/arch-x86/hvm/start_info.h, version 1), defined here because no
+// system header carries it: the VMM writes these structures and the test guest reads them. All
+// addresses are guest-physical. Header-only and freestanding-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-namespace testguest {
+namespace carapace::abi {
 
 inline constexpr uint32_t kHvmStartMagic = 0x336ec578;
 
@@ -25,6 +26,14 @@ struct HvmStartInfo {
 static_assert(sizeof(HvmStartInfo) == 56);
 static_assert(offsetof(HvmStartInfo, memmap_paddr) == 40);
 
+struct HvmModlistEntry {
+  uint64_t paddr;
+  uint64_t size;
+  uint64_t cmdline_paddr;
+  uint64_t reserved;
+};
+static_assert(sizeof(HvmModlistEntry) == 32);
+
 struct HvmMemmapEntry {
   uint64_t addr;
   uint64_t size;
@@ -33,4 +42,4 @@ struct HvmMemmapEntry {
 };
 static_assert(sizeof(HvmMemmapEntry) == 24);
 
-}  // namespace testguest
+}  // namespace carapace::abi
