@@ -33,6 +33,13 @@ CancelWatch::~CancelWatch() {
   thread_.join();
 }
 
+namespace {
+
+constexpr FieldRange kExecTimeoutRange{0, static_cast<int64_t>(agent::kMaxTimeoutMs)};
+constexpr FieldRange kExecOutputRange{1, static_cast<int64_t>(agent::kMaxOutputLimitBytes)};
+
+}  // namespace
+
 ApiResult<ExecRequest> parse_exec_request(
     const json& body, const std::vector<std::pair<std::string, std::string>>& sandbox_env) {
   ExecRequest req;
@@ -59,17 +66,9 @@ ApiResult<ExecRequest> parse_exec_request(
       if (!v.is_string()) return bad_request("stdin: must be a string");
       req.options.stdin_data = v.get<std::string>();
     } else if (k == "timeout_ms") {
-      if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
-          v.get<uint64_t>() > agent::kMaxTimeoutMs)
-        return bad_request("timeout_ms: must be an integer from 0 to " +
-                           std::to_string(agent::kMaxTimeoutMs));
-      req.options.timeout_ms = v.get<uint64_t>();
+      req.options.timeout_ms = TRY(integer_in(v, "timeout_ms", kExecTimeoutRange));
     } else if (k == "max_output") {
-      if (!v.is_number_integer() || v.get<int64_t>() < 1 ||
-          v.get<uint64_t>() > agent::kMaxOutputLimitBytes)
-        return bad_request("max_output: must be an integer from 1 to " +
-                           std::to_string(agent::kMaxOutputLimitBytes));
-      req.options.max_output = v.get<uint64_t>();
+      req.options.max_output = TRY(integer_in(v, "max_output", kExecOutputRange));
     } else if (k == "stream") {
       if (!v.is_boolean()) return bad_request("stream: must be true or false");
       req.stream = v.get<bool>();

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/agent/agent_client.h"
+#include "common/base/log.h"
 #include "common/base/ready_pool.h"
 #include "common/base/result.h"
 
@@ -97,6 +99,27 @@ PoolStats pool_stats_of(const ReadyPool<T>& pool) {
   const auto s = pool.stats();
   return PoolStats{static_cast<uint32_t>(s.ready), static_cast<uint32_t>(s.capacity), s.hits,
                    s.misses, s.refill_failures};
+}
+
+// Removes the jails an earlier run left under `jail_base` (a daemon that crashed or was killed
+// while starting them), with any process still in their cgroups (named `cgroup_prefix` + the
+// jail's id). A jail whose supervisor still lives (its folder locked) is left alone.
+void remove_stale_jails(const std::string& jail_base, const std::string& cgroup_prefix);
+
+// A template's pool: `capacity` instances made by `make`, those that died while waiting
+// (killed, crashed) dropped and replaced, refill failures logged with the template's id.
+template <typename T>
+typename ReadyPool<T>::Options template_pool_options(
+    size_t capacity, const std::string& template_id,
+    std::function<Result<std::unique_ptr<T>>()> make) {
+  typename ReadyPool<T>::Options o;
+  o.capacity = capacity;
+  o.make = std::move(make);
+  o.alive = [](T& instance) { return instance.alive(); };
+  o.on_refill_error = [template_id](const Error& e) {
+    LOG_WARN("template %s: pool refill: %s", template_id.c_str(), e.describe().c_str());
+  };
+  return o;
 }
 
 // One template: built once (boot + wait for agent + snapshot, or just checks for `process`), then

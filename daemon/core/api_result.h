@@ -17,33 +17,21 @@ namespace carapace::service {
 struct ApiError {
   http::ErrorCode code = http::ErrorCode::kInternal;
   std::string message;
-  int status() const { return http::http_status(code); }
 };
 
-inline ApiError bad_request(std::string m) {
-  return {http::ErrorCode::kBadRequest, std::move(m)};
+// The error of one code: bad_request("vcpus: ...") and so on, one per code the core answers.
+template <http::ErrorCode C>
+ApiError api_error(std::string message) {
+  return {C, std::move(message)};
 }
-inline ApiError not_found(std::string m) {
-  return {http::ErrorCode::kNotFound, std::move(m)};
-}
-inline ApiError conflict(std::string m) {
-  return {http::ErrorCode::kConflict, std::move(m)};
-}
-inline ApiError too_large(std::string m) {
-  return {http::ErrorCode::kTooLarge, std::move(m)};
-}
-inline ApiError over_limit(std::string m) {
-  return {http::ErrorCode::kLimit, std::move(m)};
-}
-inline ApiError internal(std::string m) {
-  return {http::ErrorCode::kInternal, std::move(m)};
-}
-inline ApiError unavailable(std::string m) {
-  return {http::ErrorCode::kUnavailable, std::move(m)};
-}
-inline ApiError insufficient_storage(std::string m) {
-  return {http::ErrorCode::kInsufficientStorage, std::move(m)};
-}
+inline constexpr auto bad_request = api_error<http::ErrorCode::kBadRequest>;
+inline constexpr auto not_found = api_error<http::ErrorCode::kNotFound>;
+inline constexpr auto conflict = api_error<http::ErrorCode::kConflict>;
+inline constexpr auto too_large = api_error<http::ErrorCode::kTooLarge>;
+inline constexpr auto over_limit = api_error<http::ErrorCode::kLimit>;
+inline constexpr auto internal = api_error<http::ErrorCode::kInternal>;
+inline constexpr auto unavailable = api_error<http::ErrorCode::kUnavailable>;
+inline constexpr auto insufficient_storage = api_error<http::ErrorCode::kInsufficientStorage>;
 // Bad input from the caller is 400, anything else the host's fault (500).
 inline ApiError from_error(const Error& e) {
   return {e.kind == ErrorKind::kInvalidInput ? http::ErrorCode::kBadRequest

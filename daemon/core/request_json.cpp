@@ -29,9 +29,7 @@ ApiStatus get_path(const json& body, const char* field, std::string* out) {
 template <typename T>
 ApiStatus get_in_range(const json& body, const char* field, FieldRange range, T* out) {
   if (!body.contains(field)) return {};
-  const json& v = body[field];
-  if (!v.is_number_integer() || !range.contains(v.get<int64_t>())) return range_error(field, range);
-  *out = static_cast<T>(v.get<int64_t>());
+  *out = static_cast<T>(TRY(integer_in(body[field], field, range)));
   return {};
 }
 
@@ -69,6 +67,11 @@ ApiResult<std::vector<std::string>> parse_network(const json& body) {
 }
 
 }  // namespace
+
+ApiResult<int64_t> integer_in(const json& v, const char* field, FieldRange range) {
+  if (!v.is_number_integer() || !range.contains(v.get<int64_t>())) return range_error(field, range);
+  return v.get<int64_t>();
+}
 
 ApiError range_error(const char* field, FieldRange r) {
   return bad_request(std::string(field) + ": must be an integer from " + std::to_string(r.lo) +

@@ -21,6 +21,9 @@ ApiResult<SandboxRequest> parse_sandbox_request(const nlohmann::json& body);
 ApiResult<ForkRequest> parse_fork_request(const nlohmann::json& body);
 ApiResult<TimeoutRequest> parse_timeout_request(const nlohmann::json& body);
 
+// An integer in `range`, or range_error(field, range).
+ApiResult<int64_t> integer_in(const nlohmann::json& v, const char* field, FieldRange range);
+
 // Environment objects of the API: {"NAME": "value"}; names non-empty, without '=' or NUL. A
 // null is no variables.
 ApiResult<EnvList> parse_env(const nlohmann::json& v, const std::string& field);

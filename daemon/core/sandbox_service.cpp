@@ -317,34 +317,29 @@ ApiStatus SandboxService::delete_sandbox(const std::string& id) {
 }
 
 ApiResult<SandboxView> SandboxService::pause_sandbox(const std::string& id) {
-  auto s = find_sandbox(id);
-  if (!s) return not_found("no sandbox " + id);
-  {
-    std::lock_guard<std::mutex> lock(s->mu);
-    if (!s->instance) return not_found("no sandbox " + id);
-    if (s->instance->paused()) return conflict("sandbox " + id + " is already paused");
-    if (Status st = s->instance->pause(); !st.ok()) {
-      if (st.error().kind == ErrorKind::kInvalidInput) return conflict(st.error().describe());
-      return internal(st.error().describe());
-    }
-  }
-  json_log("info", "sandbox paused", {{"id", id}});
-  return describe_sandbox(*s);
+  return set_paused(id, true);
 }
 
 ApiResult<SandboxView> SandboxService::resume_sandbox(const std::string& id) {
+  return set_paused(id, false);
+}
+
+// Pause or resume: 409 when it already is in that state, or when the back end says it cannot
+// (invalid input from its point of view).
+ApiResult<SandboxView> SandboxService::set_paused(const std::string& id, bool pause) {
   auto s = find_sandbox(id);
   if (!s) return not_found("no sandbox " + id);
   {
     std::lock_guard<std::mutex> lock(s->mu);
     if (!s->instance) return not_found("no sandbox " + id);
-    if (!s->instance->paused()) return conflict("sandbox " + id + " is not paused");
-    if (Status st = s->instance->resume(); !st.ok()) {
+    if (s->instance->paused() == pause)
+      return conflict("sandbox " + id + (pause ? " is already paused" : " is not paused"));
+    if (Status st = pause ? s->instance->pause() : s->instance->resume(); !st.ok()) {
       if (st.error().kind == ErrorKind::kInvalidInput) return conflict(st.error().describe());
       return internal(st.error().describe());
     }
   }
-  json_log("info", "sandbox resumed", {{"id", id}});
+  json_log("info", pause ? "sandbox paused" : "sandbox resumed", {{"id", id}});
   return describe_sandbox(*s);
 }
 

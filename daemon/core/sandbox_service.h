@@ -144,6 +144,7 @@ class SandboxService {
                                            std::unique_ptr<Instance> instance,
                                            std::shared_ptr<SandboxEntry> proto, Reservation slot);
   SandboxView describe_sandbox(SandboxEntry& s);
+  ApiResult<SandboxView> set_paused(const std::string& id, bool pause);
   std::shared_ptr<SandboxEntry> find_sandbox(const std::string& id);
   // Removes `id` from the registry and destroys it; false when it was already gone. `why`
   // "expired" counts in sandboxes_expired, "unresponsive" and "exited" as failures.

@@ -48,16 +48,7 @@ double ms_since(Clock::time_point t0) {
 // anything still in them is killed with). The snapshot and anything not ours (the daemon's
 // template.json) stay.
 void remove_stale_vm_files(const std::string& dir) {
-  const std::string jails = dir + "/jails";
-  if (DIR* d = ::opendir(jails.c_str())) {
-    std::vector<std::string> ids;
-    while (dirent* e = ::readdir(d))
-      if (e->d_name[0] != '.') ids.push_back(e->d_name);
-    ::closedir(d);
-    for (const auto& id : ids)
-      if (Status s = remove_jail_leftovers(jails, id, id); !s.ok())
-        LOG_WARN("%s: %s", jails.c_str(), s.error().describe().c_str());
-  }
+  remove_stale_jails(dir + "/jails", "");
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return;
   std::vector<std::string> stale;
@@ -105,18 +96,8 @@ class MicrovmTemplate : public TemplateBackend {
         snapshot_dir_(ctx_.dir + "/snapshot"),
         jail_tag_(jail_tag(ctx_.template_id)),
         snapshots_in_memory_(on_memory_filesystem(ctx_.dir)),
-        pool_([this] {
-          ReadyPool<MicrovmInstance>::Options o;
-          o.capacity = spec_.pool_size;
-          o.make = [this] { return restore_paused(snapshot_dir_); };
-          // Pooled VMs that died while waiting (killed, crashed) are dropped and replaced.
-          o.alive = [](MicrovmInstance& vm) { return vm.alive(); };
-          o.on_refill_error = [this](const Error& e) {
-            LOG_WARN("template %s: pool refill: %s", ctx_.template_id.c_str(),
-                     e.describe().c_str());
-          };
-          return o;
-        }()) {}
+        pool_(template_pool_options<MicrovmInstance>(
+            spec_.pool_size, ctx_.template_id, [this] { return restore_paused(snapshot_dir_); })) {}
   ~MicrovmTemplate() override { shutdown(); }
 
   // Reuses a complete snapshot an earlier run left in the folder, else boots and snapshots.

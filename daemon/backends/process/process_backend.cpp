@@ -5,7 +5,6 @@
 // answered makes a hand-out a ping. Pause and resume freeze the sandbox's cgroup (v2
 // cgroup.freeze). Each instance gets a fresh random token, written to a 0600 file that the
 // supervisor reads before it starts anything and that is removed once the agent answered.
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -206,23 +205,15 @@ class ProcessTemplate : public TemplateBackend {
       : spec_(std::move(spec)),
         ctx_(std::move(ctx)),
         jail_base_(ctx_.dir + "/jails"),
-        pool_([this] {
-          ReadyPool<ProcessInstance>::Options o;
-          o.capacity = spec_.pool_size;
-          o.make = [this]() -> Result<std::unique_ptr<ProcessInstance>> { return start(); };
-          o.alive = [](ProcessInstance& sb) { return sb.alive(); };
-          o.on_refill_error = [this](const Error& e) {
-            LOG_WARN("template %s: pool refill: %s", ctx_.template_id.c_str(),
-                     e.describe().c_str());
-          };
-          return o;
-        }()) {}
+        pool_(template_pool_options<ProcessInstance>(spec_.pool_size, ctx_.template_id,
+                                                     [this] { return start(); })) {}
   ~ProcessTemplate() override { shutdown(); }
 
   // Starts one sandbox to prove the template works; it becomes the first pooled one.
   Status build() {
     const auto t0 = Clock::now();
-    remove_stale_jails();
+    // What sandboxes of an earlier run on this folder left with no record to clean them up by.
+    remove_stale_jails(jail_base_, "process-");
     auto first = start();
     if (!first.ok()) return make_error("template build: " + first.error().describe());
     build_ms_ = ms_since(t0);
@@ -273,21 +264,6 @@ class ProcessTemplate : public TemplateBackend {
   void shutdown() override { pool_.stop().clear(); }
 
  private:
-  // What sandboxes of an earlier run on this folder left with no record to clean them up by (a
-  // daemon killed while it was starting them): their jails, with any process still in their
-  // cgroups. A jail whose supervisor still lives (its folder locked) is left alone.
-  void remove_stale_jails() {
-    DIR* d = ::opendir(jail_base_.c_str());
-    if (d == nullptr) return;
-    std::vector<std::string> ids;
-    while (dirent* e = ::readdir(d))
-      if (e->d_name[0] != '.') ids.push_back(e->d_name);
-    ::closedir(d);
-    for (const auto& id : ids)
-      if (Status s = remove_jail_leftovers(jail_base_, id, "process-" + id); !s.ok())
-        LOG_WARN("%s: %s", jail_base_.c_str(), s.error().describe().c_str());
-  }
-
   Result<std::unique_ptr<ProcessInstance>> start() {
     InstancePaths p;
     // The sandbox id names its jail folder and cgroups: [A-Za-z0-9-] only, at most 64.
