@@ -34,12 +34,8 @@ class MmioStateTest : public MmioDriverTest {
     dev2_ = std::make_shared<EchoDevice>();
     t2_ = std::move(MmioTransport::create(dev2_, mem_, &irq2_, nullptr, kMmioBase)).value();
   }
-  uint32_t rd2(MmioReg r) {
-    uint32_t v = 0xdeadbeef;
-    t2_->read(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4});
-    return v;
-  }
-  void wr2(MmioReg r, uint32_t v) { t2_->write(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4}); }
+  uint32_t rd2(MmioReg r) { return mmio_read32(*t2_, r); }
+  void wr2(MmioReg r, uint32_t v) { mmio_write32(*t2_, r, v); }
   std::vector<uint8_t> save() {
     auto b = t_->save_state();
     EXPECT_TRUE(b.ok()) << b.error().describe();
