@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -84,6 +85,12 @@ inline constexpr uint64_t kStatusBase = 0x60000;    // 1 byte per head (poisoned
 inline constexpr uint64_t kDataBase = 0x100000;     // 4 KiB per head by default
 inline constexpr uint64_t kBigData = 4 << 20;       // region 1: 2 MiB for large transfers
 inline constexpr uint8_t kStatusPoison = 0xee;
+
+// The back ends every parameterised block test runs on, and their names in the test list.
+inline const auto kBothBackends = ::testing::Values(BlockBackend::kSync, BlockBackend::kIoUring);
+inline std::string backend_name(const ::testing::TestParamInfo<BlockBackend>& info) {
+  return info.param == BlockBackend::kSync ? "Sync" : "IoUring";
+}
 
 class BlockTest : public ::testing::Test {
  protected:
@@ -172,6 +179,14 @@ class BlockTest : public ::testing::Test {
   }
   uint8_t status(uint16_t head) {
     return *mem_.read_obj<uint8_t>(GuestAddress(kStatusBase + head));
+  }
+  // The status bytes of heads 0, 1, 2, ... are `want`, in that order.
+  void expect_statuses(std::initializer_list<uint8_t> want) {
+    uint16_t head = 0;
+    for (uint8_t w : want) {
+      EXPECT_EQ(status(head), w) << "head " << head;
+      ++head;
+    }
   }
   std::vector<uint8_t> guest_bytes(uint64_t addr, size_t len) { return ring_->bytes(addr, len); }
   void put_guest_bytes(uint64_t addr, const std::vector<uint8_t>& b) {
