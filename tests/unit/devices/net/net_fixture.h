@@ -42,6 +42,17 @@ inline constexpr uint64_t kRxBuffers = 0x100000, kRxSlot = 0x1000;
 inline constexpr uint64_t kTxBuffers = 0x400000, kTxSlot = 0x20000;
 inline constexpr uint32_t kRxBufferLen = 1526;  // virtio 1.2 §5.1.6.3.1: 12 + 1514
 
+// The next datagram or packet on `fd`, waiting up to `ms`; large enough for any frame.
+inline std::optional<Bytes> recv_frame(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, ms) <= 0) return std::nullopt;
+  Bytes buf(70000);
+  ssize_t n = ::recv(fd, buf.data(), buf.size(), MSG_DONTWAIT);
+  if (n < 0) return std::nullopt;
+  buf.resize(static_cast<size_t>(n));
+  return buf;
+}
+
 // Polls `pred` every millisecond for up to `ms`.
 inline bool wait_until(const std::function<bool()>& pred, int ms = 3000) {
   for (int i = 0; i < ms; ++i) {
@@ -239,15 +250,7 @@ class NetFixture : public ::testing::Test {
                     reinterpret_cast<sockaddr*>(&a), sizeof a) >= 0;
   }
   // The next frame the device sent, waiting up to `ms`.
-  std::optional<Bytes> peer_recv(int ms = 0) {
-    pollfd p{peer_, POLLIN, 0};
-    if (::poll(&p, 1, ms) <= 0) return std::nullopt;
-    Bytes buf(70000);
-    ssize_t n = ::recv(peer_, buf.data(), buf.size(), MSG_DONTWAIT);
-    if (n < 0) return std::nullopt;
-    buf.resize(static_cast<size_t>(n));
-    return buf;
-  }
+  std::optional<Bytes> peer_recv(int ms = 0) { return recv_frame(peer_, ms); }
 
   GuestMemory mem_ = make_memory();
   TestRing rx_{mem_, kRingSize};
