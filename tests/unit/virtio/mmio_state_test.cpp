@@ -41,6 +41,13 @@ class MmioStateTest : public MmioDriverTest {
     EXPECT_TRUE(b.ok()) << b.error().describe();
     return b.ok() ? *b : std::vector<uint8_t>{};
   }
+  // The blob of a device the Linux driver has just set up, and a fresh target to restore it in.
+  std::vector<uint8_t> init_save_and_make_target() {
+    init_linux();
+    auto blob = save();
+    make_target();
+    return blob;
+  }
   // The target must look untouched: nothing applied, the device never activated.
   void expect_target_reset() {
     EXPECT_EQ(t2_->status(), 0u);
@@ -159,9 +166,7 @@ TEST_F(MmioStateTest, BrokenDeviceStaysBrokenAndInactive) {
 }
 
 TEST_F(MmioStateTest, RestoreIntoAUsedDeviceIsRefused) {
-  init_linux();
-  const auto blob = save();
-  make_target();
+  const auto blob = init_save_and_make_target();
   wr2(MmioReg::kStatus, kAcknowledge);
   EXPECT_FALSE(t2_->restore_state(blob).ok());
 }
@@ -282,9 +287,7 @@ TEST_F(MmioStateTest, SecurityCheck22_EveryByteFlipIsRefusedOrSafe) {
 }
 
 TEST_F(MmioStateTest, DeviceRefusingItsPartLeavesTransportAndDeviceReset) {
-  init_linux();
-  const auto blob = save();
-  make_target();
+  const auto blob = init_save_and_make_target();
   dev2_->refuse_restore = true;
   ASSERT_FALSE(t2_->restore_state(blob).ok());
   EXPECT_EQ(t2_->status(), 0u);
@@ -296,9 +299,7 @@ TEST_F(MmioStateTest, DeviceRefusingItsPartLeavesTransportAndDeviceReset) {
 }
 
 TEST_F(MmioStateTest, DeviceRefusingActivationLeavesTransportReset) {
-  init_linux();
-  const auto blob = save();
-  make_target();
+  const auto blob = init_save_and_make_target();
   dev2_->refuse_activation = true;
   ASSERT_FALSE(t2_->restore_state(blob).ok());
   EXPECT_EQ(t2_->status(), 0u);
