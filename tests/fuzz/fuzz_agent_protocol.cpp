@@ -41,6 +41,7 @@
 #include "guest/agent/ops.h"
 #include "jailer/jail_fs.h"
 #include "tests/fuzz/fuzz_memory.h"
+#include "tests/fuzz/fuzz_modes.h"
 
 using namespace carapace;
 using carapace::fuzz::Input;
@@ -270,17 +271,5 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Input in(data, size);
-  switch (in.take<uint8_t>() % 3) {
-    case 0:
-      fuzz_agent_stream(in);
-      break;
-    case 1:
-      fuzz_agent_op(in);
-      break;
-    default:
-      fuzz_host_client(in);
-      break;
-  }
-  return 0;
+  return fuzz::run_one_mode(data, size, {fuzz_agent_stream, fuzz_agent_op, fuzz_host_client});
 }

@@ -20,6 +20,7 @@
 
 #include "guest/agent/options.h"
 #include "tests/fuzz/fuzz_memory.h"
+#include "tests/fuzz/fuzz_modes.h"
 #include "vmm/boot/cmdline.h"
 #include "vmm/cli/run_args.h"
 #include "vmm/memory/layout.h"
@@ -92,20 +93,8 @@ void fuzz_run_args(const Input& in) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Input in(data, size);
-  switch (in.take<uint8_t>() % 4) {
-    case 0:
-      fuzz_builder(in);
-      break;
-    case 1:
-      fuzz_kernel_cmdline(in);
-      break;
-    case 2:
-      (void)agent::parse_agent_args(split_args(in));
-      break;
-    default:
-      fuzz_run_args(in);
-      break;
-  }
-  return 0;
+  return fuzz::run_one_mode(
+      data, size,
+      {fuzz_builder, fuzz_kernel_cmdline,
+       [](Input& in) { (void)agent::parse_agent_args(split_args(in)); }, fuzz_run_args});
 }

@@ -28,6 +28,7 @@
 #include "common/http/response_writer.h"
 #include "common/http/router.h"
 #include "tests/fuzz/fuzz_memory.h"
+#include "tests/fuzz/fuzz_modes.h"
 
 using namespace carapace;
 using namespace carapace::http;
@@ -163,23 +164,7 @@ void fuzz_percent(Input& in) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Input in(data, size);
-  switch (in.take<uint8_t>() % 5) {
-    case 0:
-      fuzz_request_head(in);
-      break;
-    case 1:
-      fuzz_response_head(in);
-      break;
-    case 2:
-      fuzz_chunked(in);
-      break;
-    case 3:
-      fuzz_percent(in);
-      break;
-    default:
-      (void)QueryParams::parse(rest_of(in));
-      break;
-  }
-  return 0;
+  return fuzz::run_one_mode(data, size,
+                            {fuzz_request_head, fuzz_response_head, fuzz_chunked, fuzz_percent,
+                             [](Input& in) { (void)QueryParams::parse(rest_of(in)); }});
 }

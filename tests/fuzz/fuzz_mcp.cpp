@@ -24,6 +24,7 @@
 #include "clients/cpp/sse_parser.h"
 #include "clients/mcp/mcp_server.h"
 #include "tests/fuzz/fuzz_memory.h"
+#include "tests/fuzz/fuzz_modes.h"
 
 using namespace carapace;
 using carapace::fuzz::Input;
@@ -129,17 +130,5 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Input in(data, size);
-  switch (in.take<uint8_t>() % 3) {
-    case 0:
-      fuzz_server(in);
-      break;
-    case 1:
-      fuzz_sse(in);
-      break;
-    default:
-      fuzz_answers(in);
-      break;
-  }
-  return 0;
+  return fuzz::run_one_mode(data, size, {fuzz_server, fuzz_sse, fuzz_answers});
 }

@@ -13,6 +13,7 @@
 #include "common/http/http_client.h"
 #include "common/http/json_util.h"
 #include "common/http/response_writer.h"
+#include "tests/unit/api/http_test_routes.h"
 #include "tests/unit/api/http_test_util.h"
 
 namespace carapace::http {
@@ -24,9 +25,7 @@ using test::TempDir;
 
 Router status_router() {
   Router r;
-  EXPECT_TRUE(r.add("GET", "/status", [](const HttpRequest&) {
-                 return json_response(200, {{"ok", true}});
-               }).ok());
+  test::add_ok_status_route(r);
   return r;
 }
 

@@ -1,6 +1,8 @@
 // Routing, path parameters and query decoding.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "common/http/query.h"
 #include "common/http/response_writer.h"
 #include "common/http/router.h"
@@ -12,16 +14,23 @@ SimpleHandler ok_handler() {
   return [](const HttpRequest&) { return HttpResponse{}; };
 }
 
+// A method and a path pattern.
+using RouteSpec = std::pair<const char*, const char*>;
+
+constexpr RouteSpec kSampleRoutes[] = {{"GET", "/"},
+                                       {"GET", "/sandboxes"},
+                                       {"POST", "/sandboxes"},
+                                       {"GET", "/sandboxes/{id}"},
+                                       {"DELETE", "/sandboxes/{id}"},
+                                       {"GET", "/sandboxes/stats"},
+                                       {"POST", "/sandboxes/{id}/exec"},
+                                       {"PUT", "/sandboxes/{id}/files/{name}"}};
+
 Router sample_router() {
   Router r;
-  EXPECT_TRUE(r.add("GET", "/", ok_handler()).ok());
-  EXPECT_TRUE(r.add("GET", "/sandboxes", ok_handler()).ok());
-  EXPECT_TRUE(r.add("POST", "/sandboxes", ok_handler()).ok());
-  EXPECT_TRUE(r.add("GET", "/sandboxes/{id}", ok_handler()).ok());
-  EXPECT_TRUE(r.add("DELETE", "/sandboxes/{id}", ok_handler()).ok());
-  EXPECT_TRUE(r.add("GET", "/sandboxes/stats", ok_handler()).ok());
-  EXPECT_TRUE(r.add("POST", "/sandboxes/{id}/exec", ok_handler()).ok());
-  EXPECT_TRUE(r.add("PUT", "/sandboxes/{id}/files/{name}", ok_handler()).ok());
+  for (auto [method, pattern] : kSampleRoutes) {
+    EXPECT_TRUE(r.add(method, pattern, ok_handler()).ok()) << method << " " << pattern;
+  }
   return r;
 }
 
@@ -75,12 +84,11 @@ TEST(HttpRouter, RefusesDangerousSegments) {
 
 TEST(HttpRouter, RefusesBadPatterns) {
   Router r;
-  EXPECT_FALSE(r.add("GET", "nope", ok_handler()).ok());
-  EXPECT_FALSE(r.add("GET", "/a//b", ok_handler()).ok());
-  EXPECT_FALSE(r.add("GET", "/a/{}", ok_handler()).ok());
-  EXPECT_FALSE(r.add("GET", "/a/{x", ok_handler()).ok());
-  EXPECT_FALSE(r.add("GET", "/a/x{y}", ok_handler()).ok());
-  EXPECT_FALSE(r.add("G T", "/a", ok_handler()).ok());
+  const RouteSpec bad[] = {{"GET", "nope"},  {"GET", "/a//b"},   {"GET", "/a/{}"},
+                           {"GET", "/a/{x"}, {"GET", "/a/x{y}"}, {"G T", "/a"}};
+  for (auto [method, pattern] : bad) {
+    EXPECT_FALSE(r.add(method, pattern, ok_handler()).ok()) << method << " " << pattern;
+  }
   EXPECT_TRUE(r.add("GET", "/a/{x}", ok_handler()).ok());
   EXPECT_FALSE(r.add("GET", "/a/{y}", ok_handler()).ok()) << "same shape twice";
   EXPECT_TRUE(r.add("POST", "/a/{y}", ok_handler()).ok());

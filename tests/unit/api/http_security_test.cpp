@@ -10,6 +10,7 @@
 
 #include "common/http/http_client.h"
 #include "common/http/json_util.h"
+#include "tests/unit/api/http_test_routes.h"
 #include "tests/unit/api/http_test_util.h"
 
 namespace carapace::http {
@@ -23,19 +24,11 @@ using test::TestServer;
 
 Router abuse_router() {
   Router r;
-  EXPECT_TRUE(r.add("GET", "/status", [](const HttpRequest&) {
-                 return json_response(200, {{"ok", true}});
-               }).ok());
+  test::add_ok_status_route(r);
   EXPECT_TRUE(r.add("POST", "/echo", [](const HttpRequest& req) {
                  return HttpResponse{200, {}, req.body};
                }).ok());
-  EXPECT_TRUE(r.add(
-                   "PUT", "/upload",
-                   [](const HttpRequest& req) {
-                     return json_response(200, {{"bytes", req.body.size()}});
-                   },
-                   RouteOptions{.max_body_bytes = 8 << 20})
-                  .ok());
+  test::add_upload_route(r, 8 << 20);
   EXPECT_TRUE(r.add("POST", "/snapshot", [](const HttpRequest& req) {
                  auto j = parse_json_object(req.body, {"path", "compress"});
                  if (!j) return error_response(j.error());

@@ -10,6 +10,7 @@
 #include "common/http/http_client.h"
 #include "common/http/json_util.h"
 #include "common/http/response_writer.h"
+#include "tests/unit/api/http_test_routes.h"
 #include "tests/unit/api/http_test_util.h"
 
 namespace carapace::http {
@@ -43,20 +44,8 @@ Router api_router() {
                  resp.body = req.body;
                  return resp;
                }).ok());
-  EXPECT_TRUE(r.add(
-                   "PUT", "/upload",
-                   [](const HttpRequest& req) {
-                     return json_response(200, {{"bytes", req.body.size()}});
-                   },
-                   RouteOptions{.max_body_bytes = 4 << 20})
-                  .ok());
-  EXPECT_TRUE(r.add_streaming("GET", "/stream", [](HttpRequest&, ResponseWriter& w) {
-                 if (!w.begin_stream(200, {{"Content-Type", "text/plain"}})) return;
-                 for (int i = 0; i < 5; ++i) {
-                   if (!w.write_chunk("line " + std::to_string(i) + "\n")) return;
-                 }
-                 (void)w.finish();
-               }).ok());
+  test::add_upload_route(r, 4 << 20);
+  test::add_five_line_stream_route(r);
   EXPECT_TRUE(r.add("POST", "/config", [](const HttpRequest& req) {
                  auto j = parse_json_object(req.body, {"vcpus", "memory_mib"});
                  if (!j) return error_response(j.error());

@@ -10,6 +10,7 @@
 #include "common/http/http_client.h"
 #include "common/http/json_util.h"
 #include "common/http/response_writer.h"
+#include "tests/unit/api/http_test_routes.h"
 #include "tests/unit/api/http_test_util.h"
 
 namespace carapace::http {
@@ -20,13 +21,7 @@ using test::TestServer;
 
 Router stream_router() {
   Router r;
-  EXPECT_TRUE(r.add_streaming("GET", "/stream", [](HttpRequest&, ResponseWriter& w) {
-                 if (!w.begin_stream(200, {{"Content-Type", "text/plain"}})) return;
-                 for (int i = 0; i < 5; ++i) {
-                   if (!w.write_chunk("line " + std::to_string(i) + "\n")) return;
-                 }
-                 (void)w.finish();
-               }).ok());
+  test::add_five_line_stream_route(r);
   EXPECT_TRUE(r.add_streaming("GET", "/events", [](HttpRequest&, ResponseWriter& w) {
                  SseStream sse(w);
                  if (!sse.open()) return;

@@ -58,11 +58,7 @@ TEST_F(ElfLoaderTest, Elf32WithoutPvhNoteIsRefused) {
 }
 
 TEST_F(ElfLoaderTest, Elf32BadHeaderFieldsAreRefused) {
-  struct Case {
-    const char* why;
-    std::function<void(Elf32_Ehdr&)> patch;
-  };
-  const Case cases[] = {
+  const HeaderCase<Elf32_Ehdr> cases[] = {
       {"not an ELF", [](Elf32_Ehdr& h) { h.e_ident[EI_MAG0] = 0; }},
       {"not little-endian", [](Elf32_Ehdr& h) { h.e_ident[EI_DATA] = ELFDATA2MSB; }},
       {"not an i386 ELF", [](Elf32_Ehdr& h) { h.e_machine = EM_X86_64; }},
@@ -73,12 +69,7 @@ TEST_F(ElfLoaderTest, Elf32BadHeaderFieldsAreRefused) {
       {"no program headers", [](Elf32_Ehdr& h) { h.e_phnum = 0; }},
       {"too many program headers", [](Elf32_Ehdr& h) { h.e_phnum = 65; }},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.why);
-    Bytes file = pvh32().bytes();
-    patch_ehdr32(file, c.patch);
-    expect_refused(file, c.why);
-  }
+  expect_header_cases_refused(pvh32().bytes(), cases);
 }
 
 TEST_F(ElfLoaderTest, Elf32TruncatedHeadersAreRefused) {

@@ -72,27 +72,30 @@ TEST_F(ElfLoaderTest, RefusesPvhEntryOutsideRam) {
   expect_refused(img.bytes(), "PVH entry point outside guest RAM");
 }
 
-TEST_F(ElfLoaderTest, RefusesTruncatedNote) {
-  ElfImage img;
+// A one-segment image whose PVH entry note has its header changed by `patch`.
+Bytes with_patched_pvh_note(const std::function<void(Elf64_Nhdr&)>& patch) {
   Bytes note = make_note("Xen", 18, le32(0x100000));
   Elf64_Nhdr nh;
   std::memcpy(&nh, note.data(), sizeof nh);
-  nh.n_descsz = 0x1000;  // claims far more than the segment holds
+  patch(nh);
   std::memcpy(note.data(), &nh, sizeof nh);
+  ElfImage img;
   img.load(kMiB, pattern(0x20, 1), 0x20).note(note);
-  expect_refused(img.bytes(), "truncated ELF note");
+  return img.bytes();
+}
+
+TEST_F(ElfLoaderTest, RefusesTruncatedNote) {
+  // Claims far more than the segment holds.
+  expect_refused(with_patched_pvh_note([](Elf64_Nhdr& nh) { nh.n_descsz = 0x1000; }),
+                 "truncated ELF note");
 }
 
 TEST_F(ElfLoaderTest, RefusesHugeNameSizeWithoutOverflow) {
-  ElfImage img;
-  Bytes note = make_note("Xen", 18, le32(0x100000));
-  Elf64_Nhdr nh;
-  std::memcpy(&nh, note.data(), sizeof nh);
-  nh.n_namesz = 0xfffffffd;
-  nh.n_descsz = 0xfffffffd;
-  std::memcpy(note.data(), &nh, sizeof nh);
-  img.load(kMiB, pattern(0x20, 1), 0x20).note(note);
-  expect_refused(img.bytes(), "truncated ELF note");
+  expect_refused(with_patched_pvh_note([](Elf64_Nhdr& nh) {
+                   nh.n_namesz = 0xfffffffd;
+                   nh.n_descsz = 0xfffffffd;
+                 }),
+                 "truncated ELF note");
 }
 
 TEST_F(ElfLoaderTest, RefusesOversizedNoteSegment) {
@@ -126,11 +129,7 @@ TEST_F(ElfLoaderTest, RefusesSegmentDataPastEof) {
 }
 
 TEST_F(ElfLoaderTest, RefusesBadIdentAndHeaderFields) {
-  struct Case {
-    const char* why;
-    std::function<void(Elf64_Ehdr&)> patch;
-  };
-  const Case cases[] = {
+  const HeaderCase<Elf64_Ehdr> cases[] = {
       {"not an ELF", [](Elf64_Ehdr& h) { h.e_ident[EI_MAG1] = 'X'; }},
       {"not a 32- or 64-bit ELF", [](Elf64_Ehdr& h) { h.e_ident[EI_CLASS] = ELFCLASSNONE; }},
       {"not little-endian", [](Elf64_Ehdr& h) { h.e_ident[EI_DATA] = ELFDATA2MSB; }},
@@ -140,12 +139,7 @@ TEST_F(ElfLoaderTest, RefusesBadIdentAndHeaderFields) {
       {"no program headers", [](Elf64_Ehdr& h) { h.e_phnum = 0; }},
       {"too many program headers", [](Elf64_Ehdr& h) { h.e_phnum = 65; }},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.why);
-    Bytes file = two_segments().bytes();
-    patch_ehdr(file, c.patch);
-    expect_refused(file, c.why);
-  }
+  expect_header_cases_refused(two_segments().bytes(), cases);
 }
 
 TEST_F(ElfLoaderTest, RefusesFileSizeLargerThanMemorySize) {

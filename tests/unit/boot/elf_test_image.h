@@ -134,6 +134,13 @@ inline UniqueFd memfd_with(const Bytes& data) {
   return fd;
 }
 
+// A change to a valid image's ELF header and the refusal it must bring.
+template <typename Ehdr>
+struct HeaderCase {
+  const char* why;
+  std::function<void(Ehdr&)> patch;
+};
+
 class ElfLoaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -160,6 +167,16 @@ class ElfLoaderTest : public ::testing::Test {
     ASSERT_FALSE(r.ok()) << "expected refusal: " << why;
     EXPECT_NE(r.error().message.find(why), std::string::npos) << r.error().message;
     EXPECT_TRUE(ram_all_zero()) << "a refused kernel wrote to guest RAM";
+  }
+  // Each case, applied to a copy of `good`, is refused with its own message.
+  template <typename Ehdr, size_t N>
+  void expect_header_cases_refused(const Bytes& good, const HeaderCase<Ehdr> (&cases)[N]) {
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.why);
+      Bytes file = good;
+      patch_ehdr<Ehdr>(file, c.patch);
+      expect_refused(file, c.why);
+    }
   }
 
   // A valid two-segment kernel whose first segment is fine, so refusals prove nothing is copied

@@ -76,12 +76,7 @@ TEST(MemoryImageTest, RegionsBackToBackAndMappedAtTheirAddresses) {
   auto mapped = map_guest_memory_private(image);
   ASSERT_TRUE(mapped.ok()) << mapped.error().describe();
   ASSERT_EQ(mapped->regions().size(), 2u);
-  for (const auto& r : mem.regions()) {
-    auto a = mem.slice(r.start, r.size);
-    auto b = mapped->slice(r.start, r.size);
-    ASSERT_TRUE(a.ok() && b.ok());
-    EXPECT_EQ(std::memcmp(a->data(), b->data(), r.size), 0);
-  }
+  testing::expect_same_bytes(mem, *mapped);
 }
 
 TEST(MemoryImageTest, PrivateMappingsAreIsolatedAndLeaveImageUnchanged) {

@@ -68,12 +68,7 @@ TEST(SnapshotDirTest, RoundTrip) {
   EXPECT_EQ(loaded->state, want);
   auto clone = map_guest_memory_private(loaded->memory);
   ASSERT_TRUE(clone.ok()) << clone.error().describe();
-  for (const auto& r : mem.regions()) {
-    auto a = mem.slice(r.start, r.size);
-    auto b = clone->slice(r.start, r.size);
-    ASSERT_TRUE(a.ok() && b.ok());
-    EXPECT_EQ(std::memcmp(a->data(), b->data(), r.size), 0);
-  }
+  testing::expect_same_bytes(mem, *clone);
 }
 
 TEST(SnapshotDirTest, ReplacementRemovesOldMemoryAndLeftovers) {

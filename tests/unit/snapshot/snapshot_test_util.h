@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -63,6 +64,16 @@ inline void stamp_pages(const GuestMemory& mem, uint64_t tag, uint64_t stride) {
   for (const auto& r : mem.regions()) {
     for (uint64_t off = 0; off < r.size; off += stride * kPage)
       ASSERT_TRUE(mem.write_obj(GuestAddress(r.start.value + off), tag ^ off).ok());
+  }
+}
+
+// `copy` holds the same bytes as `mem` in every region of `mem`.
+inline void expect_same_bytes(const GuestMemory& mem, const GuestMemory& copy) {
+  for (const auto& r : mem.regions()) {
+    auto a = mem.slice(r.start, r.size);
+    auto b = copy.slice(r.start, r.size);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(std::memcmp(a->data(), b->data(), r.size), 0);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/unit/virtio/echo_device.h"
+#include "tests/unit/virtio/mmio_access.h"
 #include "tests/unit/virtio/test_ring.h"
 #include "vmm/virtio/mmio_transport.h"
 
@@ -22,12 +23,6 @@ inline constexpr uint64_t kMmioBase = 0xd0000000;
 // Queue 1's rings, clear of queue 0's.
 inline constexpr uint64_t kDesc1 = 0x50000, kAvail1 = 0x51000, kUsed1 = 0x52000;
 
-class CountingIrq : public Interrupt {
- public:
-  void trigger() override { ++count; }
-  std::atomic<int> count{0};
-};
-
 class MmioDriverTest : public ::testing::Test {
  protected:
   MmioDriverTest() { make_transport(nullptr); }
@@ -36,12 +31,8 @@ class MmioDriverTest : public ::testing::Test {
     t_ = std::move(MmioTransport::create(dev_, mem_, &irq_, loop, kMmioBase)).value();
   }
 
-  uint32_t rd(MmioReg r) {
-    uint32_t v = 0xdeadbeef;
-    t_->read(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4});
-    return v;
-  }
-  void wr(MmioReg r, uint32_t v) { t_->write(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4}); }
+  uint32_t rd(MmioReg r) { return mmio_read32(*t_, r); }
+  void wr(MmioReg r, uint32_t v) { mmio_write32(*t_, r, v); }
   void add_status(uint32_t bits) { wr(MmioReg::kStatus, rd(MmioReg::kStatus) | bits); }
 
   // register_virtio_device(): identify, reset, ACKNOWLEDGE; virtio_dev_probe(): DRIVER.

@@ -34,16 +34,19 @@ class MmioStateTest : public MmioDriverTest {
     dev2_ = std::make_shared<EchoDevice>();
     t2_ = std::move(MmioTransport::create(dev2_, mem_, &irq2_, nullptr, kMmioBase)).value();
   }
-  uint32_t rd2(MmioReg r) {
-    uint32_t v = 0xdeadbeef;
-    t2_->read(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4});
-    return v;
-  }
-  void wr2(MmioReg r, uint32_t v) { t2_->write(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4}); }
+  uint32_t rd2(MmioReg r) { return mmio_read32(*t2_, r); }
+  void wr2(MmioReg r, uint32_t v) { mmio_write32(*t2_, r, v); }
   std::vector<uint8_t> save() {
     auto b = t_->save_state();
     EXPECT_TRUE(b.ok()) << b.error().describe();
     return b.ok() ? *b : std::vector<uint8_t>{};
+  }
+  // The blob of a device the Linux driver has just set up, and a fresh target to restore it in.
+  std::vector<uint8_t> init_save_and_make_target() {
+    init_linux();
+    auto blob = save();
+    make_target();
+    return blob;
   }
   // The target must look untouched: nothing applied, the device never activated.
   void expect_target_reset() {
@@ -163,9 +166,7 @@ TEST_F(MmioStateTest, BrokenDeviceStaysBrokenAndInactive) {
 }
 
 TEST_F(MmioStateTest, RestoreIntoAUsedDeviceIsRefused) {
-  init_linux();
-  const auto blob = save();
-  make_target();
+  const auto blob = init_save_and_make_target();
   wr2(MmioReg::kStatus, kAcknowledge);
   EXPECT_FALSE(t2_->restore_state(blob).ok());
 }
@@ -286,9 +287,7 @@ TEST_F(MmioStateTest, SecurityCheck22_EveryByteFlipIsRefusedOrSafe) {
 }
 
 TEST_F(MmioStateTest, DeviceRefusingItsPartLeavesTransportAndDeviceReset) {
-  init_linux();
-  const auto blob = save();
-  make_target();
+  const auto blob = init_save_and_make_target();
   dev2_->refuse_restore = true;
   ASSERT_FALSE(t2_->restore_state(blob).ok());
   EXPECT_EQ(t2_->status(), 0u);
@@ -300,9 +299,7 @@ TEST_F(MmioStateTest, DeviceRefusingItsPartLeavesTransportAndDeviceReset) {
 }
 
 TEST_F(MmioStateTest, DeviceRefusingActivationLeavesTransportReset) {
-  init_linux();
-  const auto blob = save();
-  make_target();
+  const auto blob = init_save_and_make_target();
   dev2_->refuse_activation = true;
   ASSERT_FALSE(t2_->restore_state(blob).ok());
   EXPECT_EQ(t2_->status(), 0u);

@@ -11,11 +11,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/unit/virtio/mmio_access.h"
 #include "tests/unit/virtio/test_ring.h"
 #include "vmm/devices/block/virtio_block.h"
 #include "vmm/virtio/mmio_transport.h"
@@ -76,12 +78,6 @@ inline uint64_t allocated_bytes(const std::string& path) {
   return static_cast<uint64_t>(st.st_blocks) * 512;
 }
 
-class CountingIrq : public Interrupt {
- public:
-  void trigger() override { ++count; }
-  std::atomic<int> count{0};
-};
-
 // Guest memory layout for block requests (region 0 is [0, 2 MiB), region 1 [4 MiB, 6 MiB)).
 inline constexpr uint64_t kIndirectBase = 0x40000;  // 64 bytes per head
 inline constexpr uint64_t kHeaderBase = 0x50000;    // 16 bytes per head
@@ -89,6 +85,12 @@ inline constexpr uint64_t kStatusBase = 0x60000;    // 1 byte per head (poisoned
 inline constexpr uint64_t kDataBase = 0x100000;     // 4 KiB per head by default
 inline constexpr uint64_t kBigData = 4 << 20;       // region 1: 2 MiB for large transfers
 inline constexpr uint8_t kStatusPoison = 0xee;
+
+// The back ends every parameterised block test runs on, and their names in the test list.
+inline const auto kBothBackends = ::testing::Values(BlockBackend::kSync, BlockBackend::kIoUring);
+inline std::string backend_name(const ::testing::TestParamInfo<BlockBackend>& info) {
+  return info.param == BlockBackend::kSync ? "Sync" : "IoUring";
+}
 
 class BlockTest : public ::testing::Test {
  protected:
@@ -117,12 +119,7 @@ class BlockTest : public ::testing::Test {
     wr(MmioReg::kDriverFeaturesSel, 0);
     wr(MmioReg::kDriverFeatures, features_);
     wr(MmioReg::kStatus, 11);
-    wr(MmioReg::kQueueSel, 0);
-    wr(MmioReg::kQueueNum, ring_->state.size);
-    wr(MmioReg::kQueueDescLow, static_cast<uint32_t>(kDescAddr));
-    wr(MmioReg::kQueueDriverLow, static_cast<uint32_t>(kAvailAddr));
-    wr(MmioReg::kQueueDeviceLow, static_cast<uint32_t>(kUsedAddr));
-    wr(MmioReg::kQueueReady, 1);
+    mmio_set_queue(*t_, 0, *ring_);
     wr(MmioReg::kStatus, 15);
     ASSERT_EQ(rd(MmioReg::kStatus), 15u);
     used_seen_ = 0;
@@ -138,12 +135,8 @@ class BlockTest : public ::testing::Test {
     return loop_.get();
   }
 
-  uint32_t rd(MmioReg r) {
-    uint32_t v = 0;
-    t_->read(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4});
-    return v;
-  }
-  void wr(MmioReg r, uint32_t v) { t_->write(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4}); }
+  uint32_t rd(MmioReg r) { return mmio_read32(*t_, r); }
+  void wr(MmioReg r, uint32_t v) { mmio_write32(*t_, r, v); }
   template <typename T>
   T config(uint64_t offset) {
     T v{};
@@ -186,6 +179,14 @@ class BlockTest : public ::testing::Test {
   }
   uint8_t status(uint16_t head) {
     return *mem_.read_obj<uint8_t>(GuestAddress(kStatusBase + head));
+  }
+  // The status bytes of heads 0, 1, 2, ... are `want`, in that order.
+  void expect_statuses(std::initializer_list<uint8_t> want) {
+    uint16_t head = 0;
+    for (uint8_t w : want) {
+      EXPECT_EQ(status(head), w) << "head " << head;
+      ++head;
+    }
   }
   std::vector<uint8_t> guest_bytes(uint64_t addr, size_t len) { return ring_->bytes(addr, len); }
   void put_guest_bytes(uint64_t addr, const std::vector<uint8_t>& b) {

@@ -27,6 +27,12 @@ class BlockLifecycleTest : public BlockTest, public ::testing::WithParamInterfac
     dev_->set_reap_on_submit(false);
   }
   bool uring() const { return GetParam() == BlockBackend::kIoUring; }
+  // 32 requests of 64 KiB, each on its own sectors and buffer, made available and notified once.
+  void submit_32_large(uint32_t type) {
+    for (uint16_t h = 0; h < 32; ++h)
+      submit(h, type, h * 128ull, 65536, kBigData + h * 65536ull);
+    dev_->queue_notify(0);
+  }
   std::string path_;
 };
 
@@ -72,9 +78,7 @@ TEST_P(BlockLifecycleTest, SecurityCheck12_InFlightRequestsAreBoundedByTheQueueS
 TEST_P(BlockLifecycleTest, ResetWithRequestsInFlightDropsThemAndTheDeviceWorksAfter) {
   IdleLoop idle;
   open({}, 64, idle.get());
-  for (uint16_t h = 0; h < 32; ++h)
-    submit(h, VIRTIO_BLK_T_IN, h * 128ull, 65536, kBigData + h * 65536ull);
-  dev_->queue_notify(0);
+  submit_32_large(VIRTIO_BLK_T_IN);
   if (uring()) {
     EXPECT_EQ(dev_->in_flight(), 32u);
   }
@@ -118,9 +122,7 @@ TEST_P(BlockLifecycleTest, ResetRacingTheEventLoopNeverCrashes) {
 TEST_P(BlockLifecycleTest, DestroyingTheDeviceWithRequestsInFlightIsSafe) {
   IdleLoop idle;
   open({}, 64, idle.get());
-  for (uint16_t h = 0; h < 32; ++h)
-    submit(h, VIRTIO_BLK_T_OUT, h * 128ull, 65536, kBigData + h * 65536ull);
-  dev_->queue_notify(0);
+  submit_32_large(VIRTIO_BLK_T_OUT);
   stop();  // transport reset + device destruction with completions never reaped
   SUCCEED();
 }
@@ -203,11 +205,7 @@ TEST_P(BlockLifecycleTest, CountersAddUp) {
   EXPECT_EQ(c.throttled, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, BlockLifecycleTest,
-                         ::testing::Values(BlockBackend::kSync, BlockBackend::kIoUring),
-                         [](const auto& info) {
-                           return info.param == BlockBackend::kSync ? "Sync" : "IoUring";
-                         });
+INSTANTIATE_TEST_SUITE_P(Backends, BlockLifecycleTest, kBothBackends, backend_name);
 
 }  // namespace
 }  // namespace carapace::blocktest

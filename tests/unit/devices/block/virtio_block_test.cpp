@@ -160,11 +160,8 @@ TEST_P(BlockBackendTest, DiscardAndWriteZeroesFlagsAndLimits) {
   submit(4, VIRTIO_BLK_T_DISCARD, 0, 32);  // two ranges: max_discard_seg is 1
   notify();
   ASSERT_TRUE(wait_used(5));
-  EXPECT_EQ(status(0), VIRTIO_BLK_S_UNSUPP);
-  EXPECT_EQ(status(1), VIRTIO_BLK_S_UNSUPP);
-  EXPECT_EQ(status(2), VIRTIO_BLK_S_IOERR);
-  EXPECT_EQ(status(3), VIRTIO_BLK_S_IOERR);
-  EXPECT_EQ(status(4), VIRTIO_BLK_S_IOERR);
+  expect_statuses({VIRTIO_BLK_S_UNSUPP, VIRTIO_BLK_S_UNSUPP, VIRTIO_BLK_S_IOERR, VIRTIO_BLK_S_IOERR,
+                   VIRTIO_BLK_S_IOERR});
   EXPECT_EQ(read_file(path_), pattern(kImageSize));
   EXPECT_EQ(bad_requests(), 5u);
 }
@@ -210,11 +207,8 @@ TEST_P(BlockBackendTest, ReadOnlyDriveRefusesWritesAndIsOpenedReadOnly) {
   submit(4, VIRTIO_BLK_T_FLUSH, 0, 0);
   notify();
   ASSERT_TRUE(wait_used(5));
-  EXPECT_EQ(status(0), VIRTIO_BLK_S_IOERR);
-  EXPECT_EQ(status(1), VIRTIO_BLK_S_IOERR);
-  EXPECT_EQ(status(2), VIRTIO_BLK_S_IOERR);
-  EXPECT_EQ(status(3), VIRTIO_BLK_S_OK);
-  EXPECT_EQ(status(4), VIRTIO_BLK_S_OK);
+  expect_statuses({VIRTIO_BLK_S_IOERR, VIRTIO_BLK_S_IOERR, VIRTIO_BLK_S_IOERR, VIRTIO_BLK_S_OK,
+                   VIRTIO_BLK_S_OK});
   EXPECT_EQ(read_file(path_), pattern(kImageSize));
   auto c = dev_->counters();
   EXPECT_EQ(c.write_bytes, 0u);
@@ -378,11 +372,7 @@ TEST_P(BlockBackendTest, ConcurrentRequestsOnTheEventLoopAllComplete) {
   stop();
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, BlockBackendTest,
-                         ::testing::Values(BlockBackend::kSync, BlockBackend::kIoUring),
-                         [](const auto& info) {
-                           return info.param == BlockBackend::kSync ? "Sync" : "IoUring";
-                         });
+INSTANTIATE_TEST_SUITE_P(Backends, BlockBackendTest, kBothBackends, backend_name);
 
 }  // namespace
 }  // namespace carapace::blocktest

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/unit/devices/net/frame_builder.h"
+#include "tests/unit/virtio/mmio_access.h"
 #include "tests/unit/virtio/test_ring.h"
 #include "vmm/devices/net/net_device.h"
 #include "vmm/devices/net/net_factory.h"
@@ -41,11 +42,16 @@ inline constexpr uint64_t kRxBuffers = 0x100000, kRxSlot = 0x1000;
 inline constexpr uint64_t kTxBuffers = 0x400000, kTxSlot = 0x20000;
 inline constexpr uint32_t kRxBufferLen = 1526;  // virtio 1.2 §5.1.6.3.1: 12 + 1514
 
-class CountingIrq : public Interrupt {
- public:
-  void trigger() override { ++count; }
-  std::atomic<int> count{0};
-};
+// The next datagram or packet on `fd`, waiting up to `ms`; large enough for any frame.
+inline std::optional<Bytes> recv_frame(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, ms) <= 0) return std::nullopt;
+  Bytes buf(70000);
+  ssize_t n = ::recv(fd, buf.data(), buf.size(), MSG_DONTWAIT);
+  if (n < 0) return std::nullopt;
+  buf.resize(static_cast<size_t>(n));
+  return buf;
+}
 
 // Polls `pred` every millisecond for up to `ms`.
 inline bool wait_until(const std::function<bool()>& pred, int ms = 3000) {
@@ -136,25 +142,14 @@ class NetFixture : public ::testing::Test {
   }
 
   // ---- the driver (virtio_net.c's order: reset, features, queues, DRIVER_OK) ----
-  uint32_t rd(MmioReg r) {
-    uint32_t v = 0;
-    t_->read(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4});
-    return v;
-  }
-  void wr(MmioReg r, uint32_t v) { t_->write(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4}); }
+  uint32_t rd(MmioReg r) { return mmio_read32(*t_, r); }
+  void wr(MmioReg r, uint32_t v) { mmio_write32(*t_, r, v); }
   std::vector<uint8_t> read_config(uint64_t off, size_t len) {
     std::vector<uint8_t> out(len);
     t_->read(offset_of(MmioReg::kConfig) + off, out);
     return out;
   }
-  void setup_queue(uint32_t index, const TestRing& ring) {
-    wr(MmioReg::kQueueSel, index);
-    wr(MmioReg::kQueueNum, ring.state.size);
-    wr(MmioReg::kQueueDescLow, static_cast<uint32_t>(ring.state.desc_table));
-    wr(MmioReg::kQueueDriverLow, static_cast<uint32_t>(ring.state.avail_ring));
-    wr(MmioReg::kQueueDeviceLow, static_cast<uint32_t>(ring.state.used_ring));
-    wr(MmioReg::kQueueReady, 1);
-  }
+  void setup_queue(uint32_t index, const TestRing& ring) { mmio_set_queue(*t_, index, ring); }
   void init_driver(uint64_t features = kFVersion1 | kFEventIdx | NetDevice::kFeatures) {
     rx_.clear();
     tx_.clear();
@@ -255,15 +250,7 @@ class NetFixture : public ::testing::Test {
                     reinterpret_cast<sockaddr*>(&a), sizeof a) >= 0;
   }
   // The next frame the device sent, waiting up to `ms`.
-  std::optional<Bytes> peer_recv(int ms = 0) {
-    pollfd p{peer_, POLLIN, 0};
-    if (::poll(&p, 1, ms) <= 0) return std::nullopt;
-    Bytes buf(70000);
-    ssize_t n = ::recv(peer_, buf.data(), buf.size(), MSG_DONTWAIT);
-    if (n < 0) return std::nullopt;
-    buf.resize(static_cast<size_t>(n));
-    return buf;
-  }
+  std::optional<Bytes> peer_recv(int ms = 0) { return recv_frame(peer_, ms); }
 
   GuestMemory mem_ = make_memory();
   TestRing rx_{mem_, kRingSize};

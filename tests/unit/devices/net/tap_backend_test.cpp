@@ -67,15 +67,7 @@ class TapTest : public NetFixture {
   }
 
   // The next test-ethertype frame seen on the host side of the TAP interface.
-  std::optional<Bytes> host_recv(int ms) {
-    pollfd p{packet_, POLLIN, 0};
-    if (::poll(&p, 1, ms) <= 0) return std::nullopt;
-    Bytes buf(70000);
-    ssize_t n = ::recv(packet_, buf.data(), buf.size(), MSG_DONTWAIT);
-    if (n < 0) return std::nullopt;
-    buf.resize(static_cast<size_t>(n));
-    return buf;
-  }
+  std::optional<Bytes> host_recv(int ms) { return recv_frame(packet_, ms); }
   // The host transmits `frame` on the interface: it comes out of the TAP fd.
   void host_send(const Bytes& frame) {
     sockaddr_ll ll{};

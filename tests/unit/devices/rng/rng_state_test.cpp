@@ -2,7 +2,7 @@
 // where the saved one stopped; a device part it cannot read is refused (docs/security.md #22).
 #include <gtest/gtest.h>
 
-#include "tests/unit/virtio/test_ring.h"
+#include "tests/unit/virtio/mmio_access.h"
 #include "vmm/devices/rng/rng.h"
 #include "vmm/virtio/mmio_transport.h"
 
@@ -20,28 +20,9 @@ class RngStateTest : public ::testing::Test {
                  .value();
     return t;
   }
-  static uint32_t rd(MmioTransport& t, MmioReg r) {
-    uint32_t v = 0;
-    t.read(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4});
-    return v;
-  }
-  static void wr(MmioTransport& t, MmioReg r, uint32_t v) {
-    t.write(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4});
-  }
-  void driver_ok(MmioTransport& t) {
-    wr(t, MmioReg::kStatus, 1);
-    wr(t, MmioReg::kStatus, 3);
-    wr(t, MmioReg::kDriverFeaturesSel, 1);
-    wr(t, MmioReg::kDriverFeatures, 1);  // VIRTIO_F_VERSION_1
-    wr(t, MmioReg::kStatus, 11);
-    wr(t, MmioReg::kQueueNum, ring_.state.size);
-    wr(t, MmioReg::kQueueDescLow, static_cast<uint32_t>(kDescAddr));
-    wr(t, MmioReg::kQueueDriverLow, static_cast<uint32_t>(kAvailAddr));
-    wr(t, MmioReg::kQueueDeviceLow, static_cast<uint32_t>(kUsedAddr));
-    wr(t, MmioReg::kQueueReady, 1);
-    wr(t, MmioReg::kStatus, 15);
-    ASSERT_EQ(rd(t, MmioReg::kStatus), 15u);
-  }
+  static uint32_t rd(MmioTransport& t, MmioReg r) { return mmio_read32(t, r); }
+  static void wr(MmioTransport& t, MmioReg r, uint32_t v) { mmio_write32(t, r, v); }
+  void driver_ok(MmioTransport& t) { mmio_version1_driver_ok(t, ring_); }
   void request(uint16_t head) {
     ring_.set_desc(head, kBufferBase + head * 0x1000ull, 256, kDescFWrite);
     ring_.publish(head);

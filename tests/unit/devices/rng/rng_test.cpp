@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "tests/unit/virtio/test_ring.h"
+#include "tests/unit/virtio/mmio_access.h"
 #include "vmm/virtio/mmio_transport.h"
 
 namespace carapace {
@@ -17,39 +17,17 @@ namespace {
 using namespace virtio;
 using namespace virtio::fake;
 
-class CountingIrq : public Interrupt {
- public:
-  void trigger() override { ++count; }
-  std::atomic<int> count{0};
-};
-
 class RngTest : public ::testing::Test {
  protected:
   void start(const RateLimiter::Config& limit, EventLoop* loop = nullptr) {
     rng_ = std::move(VirtioRng::create(limit)).value();
     t_ = std::move(MmioTransport::create(rng_, mem_, &irq_, loop, 0xd0000000)).value();
-    wr(MmioReg::kStatus, 1);
-    wr(MmioReg::kStatus, 3);
-    wr(MmioReg::kDriverFeaturesSel, 1);
-    wr(MmioReg::kDriverFeatures, 1);  // VIRTIO_F_VERSION_1 (bit 32)
-    wr(MmioReg::kStatus, 11);
-    wr(MmioReg::kQueueSel, 0);
-    EXPECT_EQ(rd(MmioReg::kQueueNumMax), VirtioRng::kQueueSize);
-    wr(MmioReg::kQueueNum, ring_.state.size);
-    wr(MmioReg::kQueueDescLow, static_cast<uint32_t>(kDescAddr));
-    wr(MmioReg::kQueueDriverLow, static_cast<uint32_t>(kAvailAddr));
-    wr(MmioReg::kQueueDeviceLow, static_cast<uint32_t>(kUsedAddr));
-    wr(MmioReg::kQueueReady, 1);
-    wr(MmioReg::kStatus, 15);
-    ASSERT_EQ(rd(MmioReg::kStatus), 15u);
+    mmio_version1_driver_ok(*t_, ring_);
+    EXPECT_EQ(rd(MmioReg::kQueueNumMax), VirtioRng::kQueueSize);  // queue 0 is still selected
     EXPECT_EQ(rd(MmioReg::kDeviceId), 4u);
   }
-  uint32_t rd(MmioReg r) {
-    uint32_t v;
-    t_->read(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4});
-    return v;
-  }
-  void wr(MmioReg r, uint32_t v) { t_->write(offset_of(r), {reinterpret_cast<uint8_t*>(&v), 4}); }
+  uint32_t rd(MmioReg r) { return mmio_read32(*t_, r); }
+  void wr(MmioReg r, uint32_t v) { mmio_write32(*t_, r, v); }
   void request(uint16_t head, uint32_t len) {
     ring_.fill(kBufferBase + head * 0x1000ull, 0, len);
     ring_.set_desc(head, kBufferBase + head * 0x1000ull, len, kDescFWrite);

@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "tests/unit/devices/vsock/fake_vsock_guest.h"
 #include "tests/unit/devices/vsock/host_sockets.h"
@@ -28,6 +30,7 @@ class VsockTest : public ::testing::Test {
     loop_ = std::move(EventLoop::create()).value();
   }
   void TearDown() override {
+    listener_.reset();
     dev_.reset();
     loop_.reset();
     std::error_code ec;
@@ -60,6 +63,25 @@ class VsockTest : public ::testing::Test {
     }
     Packet p = std::move(guest_.inbox.front());
     guest_.inbox.pop_front();
+    return p;
+  }
+  // Waits up to `tries` rounds of `pause` for a packet with `op`, dropping the others. With
+  // `service_host` it does the event loop's work too; a test whose loop thread runs must not.
+  Packet wait_for_op(uint16_t op, int tries, std::chrono::microseconds pause, bool service_host) {
+    Packet p;
+    for (int i = 0; i < tries && p.hdr.op != op; ++i) {
+      if (service_host) {
+        service();
+      } else {
+        guest_.poll_rx();
+      }
+      if (!guest_.inbox.empty()) {
+        p = guest_.inbox.front();
+        guest_.inbox.pop_front();
+      } else {
+        std::this_thread::sleep_for(pause);
+      }
+    }
     return p;
   }
   bool no_packet() {
@@ -101,6 +123,13 @@ class VsockTest : public ::testing::Test {
     EXPECT_TRUE(c.fd.valid());
     return c;
   }
+  // The usual start of a guest-initiated test: the device started with `opts`, a host listener
+  // for port 5000 (listener_) and guest port 1234 connected to it.
+  HostConn start_connected(const VsockOptions& opts = {}) {
+    start(opts);
+    listener_ = unix_listen(port_path(5000));
+    return open_from_guest(listener_.get(), 5000, 1234);
+  }
   // Guest → host data on `c`.
   void guest_write(const HostConn& c, std::string_view data) {
     auto bytes = bytes_of(data);
@@ -113,6 +142,7 @@ class VsockTest : public ::testing::Test {
   GuestMemory mem_ = make_vsock_memory();
   FakeVsockGuest guest_{mem_, kCid};
   std::shared_ptr<VirtioVsock> dev_;
+  UniqueFd listener_;  // start_connected()'s host listener
 };
 
 }  // namespace carapace::vsock::fake

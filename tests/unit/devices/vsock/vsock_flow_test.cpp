@@ -30,9 +30,7 @@ struct GuestSender {
 TEST_F(VsockTest, SlowHostReaderKeepsDeviceMemoryBounded) {
   VsockOptions opts;
   opts.buf_alloc = 16 * 1024;
-  start(opts);
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected(opts);
   GuestSender s;
   s.buf_alloc = opts.buf_alloc;  // from the RESPONSE
   const std::vector<uint8_t> data = pattern(2 << 20);
@@ -74,10 +72,8 @@ TEST_F(VsockTest, SlowHostReaderKeepsDeviceMemoryBounded) {
 }
 
 TEST_F(VsockTest, HostToGuestNeverExceedsTheGuestCredit) {
-  start();
-  UniqueFd listener = unix_listen(port_path(5000));
   guest_.buf_alloc = 1000;
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected();
   const std::vector<uint8_t> data = pattern(10000);
   send_all(c.fd.get(), std::string_view(reinterpret_cast<const char*>(data.data()), data.size()));
   std::vector<uint8_t> got;
@@ -238,9 +234,7 @@ TEST_F(VsockTest, ResetMidStreamClosesEverythingAndTheDeviceComesBack) {
 }
 
 TEST_F(VsockTest, CorruptRxRingNeedsResetAndNothingElse) {
-  start();
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected();
   // avail.idx far beyond what the ring holds (docs/security.md #4).
   (void)mem_.write_obj(GuestAddress(0x2000 + 2), uint16_t{1000});
   send_all(c.fd.get(), "data");
@@ -280,9 +274,7 @@ size_t fill_until_buffered(FakeVsockGuest& guest, VirtioVsock& dev, uint32_t buf
 TEST_F(VsockTest, GuestRstStillDeliversBytesBufferedForTheHost) {
   VsockOptions opts;
   opts.buf_alloc = 64 * 1024;
-  start(opts);
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected(opts);
   const size_t sent = fill_until_buffered(guest_, *dev_, opts.buf_alloc, 1234, 5000);
   ASSERT_GT(dev_->stats().buffered_bytes, 0u) << "the host socket never filled up";
 
@@ -290,7 +282,7 @@ TEST_F(VsockTest, GuestRstStillDeliversBytesBufferedForTheHost) {
   EXPECT_EQ(dev_->stats().draining, 1u);
   EXPECT_TRUE(no_packet());  // never answer an RST
   // For the guest the connection is gone: the same ports connect again at once.
-  HostConn again = open_from_guest(listener.get(), 5000, 1234);
+  HostConn again = open_from_guest(listener_.get(), 5000, 1234);
   guest_write(again, "second");
   EXPECT_EQ(read_some(again.fd.get()), "second");
 

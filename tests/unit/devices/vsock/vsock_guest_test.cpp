@@ -62,9 +62,7 @@ TEST_F(VsockTest, PacketsForUnknownConnectionsGetRst) {
 }
 
 TEST_F(VsockTest, CreditRequestIsAnswered) {
-  start();
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected();
   guest_write(c, "12345");
   EXPECT_EQ(read_some(c.fd.get()), "12345");
   guest_.send(guest_.hdr(kOpCreditRequest, 1234, 5000));
@@ -75,9 +73,7 @@ TEST_F(VsockTest, CreditRequestIsAnswered) {
 }
 
 TEST_F(VsockTest, GuestHalfCloseGivesTheHostEofAndDataStillFlowsBack) {
-  start();
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected();
   guest_write(c, "last words");
   // flags = SEND only: the guest still reads.
   Header h = guest_.hdr(kOpShutdown, 1234, 5000);
@@ -92,9 +88,7 @@ TEST_F(VsockTest, GuestHalfCloseGivesTheHostEofAndDataStillFlowsBack) {
 }
 
 TEST_F(VsockTest, GuestFullShutdownIsAnsweredWithRst) {
-  start();
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected();
   Header h = guest_.hdr(kOpShutdown, 1234, 5000);
   h.flags = kShutdownBoth;
   guest_.send(h);
@@ -107,9 +101,7 @@ TEST_F(VsockTest, GuestFullShutdownIsAnsweredWithRst) {
 }
 
 TEST_F(VsockTest, ShutdownFlagsAccumulate) {
-  start();
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected();
   Header h = guest_.hdr(kOpShutdown, 1234, 5000);
   h.flags = kShutdownRcv;
   guest_.send(h);
@@ -120,9 +112,7 @@ TEST_F(VsockTest, ShutdownFlagsAccumulate) {
 }
 
 TEST_F(VsockTest, DataAfterGuestShutdownSendIsRst) {
-  start();
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected();
   Header h = guest_.hdr(kOpShutdown, 1234, 5000);
   h.flags = kShutdownSend;
   guest_.send(h);
@@ -132,9 +122,7 @@ TEST_F(VsockTest, DataAfterGuestShutdownSendIsRst) {
 }
 
 TEST_F(VsockTest, HostCloseSendsShutdownThenGuestRstEndsIt) {
-  start();
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected();
   send_all(c.fd.get(), "bye");
   c.fd.reset();
   Packet rw = expect_packet();
@@ -149,9 +137,7 @@ TEST_F(VsockTest, HostCloseSendsShutdownThenGuestRstEndsIt) {
 }
 
 TEST_F(VsockTest, HostHalfCloseKeepsTheGuestDirection) {
-  start();
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected();
   ::shutdown(c.fd.get(), SHUT_WR);
   Packet sd = expect_packet();
   EXPECT_EQ(sd.hdr.op, kOpShutdown);
@@ -163,34 +149,14 @@ TEST_F(VsockTest, HostHalfCloseKeepsTheGuestDirection) {
 TEST_F(VsockTest, ShutdownWithoutGuestRstTimesOut) {
   VsockOptions opts;
   opts.shutdown_timeout_ns = 1'000'000;
-  start(opts);
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected(opts);
   c.fd.reset();
   loop_->start_thread();  // the hang-up event says the host is gone both ways
-  Packet sd;
-  for (int i = 0; i < 200 && sd.hdr.op != kOpShutdown; ++i) {
-    guest_.poll_rx();
-    if (!guest_.inbox.empty()) {
-      sd = guest_.inbox.front();
-      guest_.inbox.pop_front();
-    } else {
-      ::usleep(5000);
-    }
-  }
+  Packet sd = wait_for_op(kOpShutdown, 200, std::chrono::milliseconds(5), false);
   ASSERT_EQ(sd.hdr.op, kOpShutdown);
   // The hang-up came with the first event: the host will neither send nor receive.
   ASSERT_EQ(sd.hdr.flags, kShutdownBoth);
-  Packet rst;
-  for (int i = 0; i < 400 && rst.hdr.op != kOpRst; ++i) {
-    guest_.poll_rx();
-    if (!guest_.inbox.empty()) {
-      rst = guest_.inbox.front();
-      guest_.inbox.pop_front();
-    } else {
-      ::usleep(5000);
-    }
-  }
+  Packet rst = wait_for_op(kOpRst, 400, std::chrono::milliseconds(5), false);
   EXPECT_EQ(rst.hdr.op, kOpRst);
   EXPECT_EQ(dev_->stats().connections, 0u);
 }

@@ -239,47 +239,39 @@ TEST_F(VsockTest, EventLoopDrivesHostConnections) {
   EXPECT_EQ(str(guest_.inbox.front().payload), "ping");
 }
 
+// AgentClient::connect_vsock_uds to port 52 on a thread of its own: it blocks until the guest
+// answers the REQUEST it causes.
+struct AgentConnect {
+  explicit AgentConnect(const std::string& path)
+      : host([this, path] { client.emplace(AgentClient::connect_vsock_uds(path, 52)); }) {}
+  Result<AgentClient>& join() {
+    host.join();
+    return *client;
+  }
+  std::optional<Result<AgentClient>> client;
+  std::thread host;
+};
+
 // AgentClient::connect_vsock_uds writes exactly "CONNECT 52\n" and reads byte by byte up to the
 // newline; it must get "OK <n>\n" and then the agent's stream, nothing else.
 TEST_F(VsockTest, AgentClientHandshakeMatches) {
   start();
-  std::optional<Result<AgentClient>> client;
-  std::thread host([&] { client.emplace(AgentClient::connect_vsock_uds(path_, 52)); });
-  Packet req;
-  for (int i = 0; i < 2000 && req.hdr.op != kOpRequest; ++i) {
-    service();
-    if (!guest_.inbox.empty()) {
-      req = guest_.inbox.front();
-      guest_.inbox.pop_front();
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
+  AgentConnect connect(path_);
+  Packet req = wait_for_op(kOpRequest, 2000, std::chrono::milliseconds(1), true);
   ASSERT_EQ(req.hdr.op, kOpRequest);
   EXPECT_EQ(req.hdr.dst_port, 52u);
   guest_.send(guest_.hdr(kOpResponse, 52, req.hdr.src_port));
-  host.join();
-  ASSERT_TRUE(client->ok()) << client->error().describe();
+  Result<AgentClient>& client = connect.join();
+  ASSERT_TRUE(client.ok()) << client.error().describe();
 }
 
 TEST_F(VsockTest, AgentClientSeesTheRefusal) {
   start();
-  std::optional<Result<AgentClient>> client;
-  std::thread host([&] { client.emplace(AgentClient::connect_vsock_uds(path_, 52)); });
-  Packet req;
-  for (int i = 0; i < 2000 && req.hdr.op != kOpRequest; ++i) {
-    service();
-    if (!guest_.inbox.empty()) {
-      req = guest_.inbox.front();
-      guest_.inbox.pop_front();
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
+  AgentConnect connect(path_);
+  Packet req = wait_for_op(kOpRequest, 2000, std::chrono::milliseconds(1), true);
   ASSERT_EQ(req.hdr.op, kOpRequest);
   guest_.send(guest_.hdr(kOpRst, 52, req.hdr.src_port));  // nothing listens on 52 yet
-  host.join();
-  EXPECT_FALSE(client->ok());
+  EXPECT_FALSE(connect.join().ok());
 }
 
 class NullIrq : public virtio::Interrupt {

@@ -85,9 +85,7 @@ TEST_F(VsockTest, SecurityCheck17_ShortChainIsDroppedAndReturned) {
 }
 
 TEST_F(VsockTest, SecurityCheck17_BadPacketOnALiveConnectionEndsIt) {
-  start();
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected();
   Header h = guest_.hdr(kOpRw, 1234, 5000, 50);  // claims 50, carries 5
   guest_.send(h, bytes_of("short"));
   Packet rst = expect_packet();
@@ -101,9 +99,7 @@ TEST_F(VsockTest, SecurityCheck17_BadPacketOnALiveConnectionEndsIt) {
 TEST_F(VsockTest, SecurityCheck17_LenAboveBufAllocIsRst) {
   VsockOptions opts;
   opts.buf_alloc = 4096;
-  start(opts);
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected(opts);
   std::vector<uint8_t> fits(4096, 'a');
   guest_.send(guest_.hdr(kOpRw, 1234, 5000, 4096), fits);
   EXPECT_EQ(read_some(c.fd.get()).size(), 4096u);
@@ -121,9 +117,7 @@ TEST_F(VsockTest, SecurityCheck17_LenAboveBufAllocIsRst) {
 TEST_F(VsockTest, SecurityCheck17_CreditIgnoredWhileHostStallsStaysBounded) {
   VsockOptions opts;
   opts.buf_alloc = 8192;
-  start(opts);
-  UniqueFd listener = unix_listen(port_path(5000));
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected(opts);
   std::vector<uint8_t> chunk(4096, 'x');
   bool reset_seen = false;
   for (int i = 0; i < 2000 && !reset_seen; ++i) {
@@ -139,11 +133,9 @@ TEST_F(VsockTest, SecurityCheck17_CreditIgnoredWhileHostStallsStaysBounded) {
 }
 
 TEST_F(VsockTest, SecurityCheck17_BogusGuestCreditGivesNoCredit) {
-  start();
-  UniqueFd listener = unix_listen(port_path(5000));
   guest_.fwd_cnt = 1000;  // claims to have consumed bytes it was never sent
   guest_.buf_alloc = 4096;
-  HostConn c = open_from_guest(listener.get(), 5000, 1234);
+  HostConn c = start_connected();
   send_all(c.fd.get(), "data");
   Packet p = expect_packet();
   EXPECT_EQ(p.hdr.op, kOpCreditRequest);  // no data: 0 - 1000 wraps, it is no credit
