@@ -11,6 +11,7 @@ headers are read from BUILD_DIR, which the copy's database keeps pointing at.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,7 @@ SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 SKIP = {'build', 'build-asan', 'build-fuzz', 'out', '.git', 'node_modules', '.cache'}
 BUILD = None  # set from argv
 
-# A small translation unit and its header: each clang-tidy run in this test parses one of them.
+# A small translation unit and its header: the three clang-tidy runs of this test parse it.
 SMALL_SOURCE = 'common/base/event_fd.cpp'
 SMALL_HEADER = 'common/base/event_fd.h'
 # bugprone-use-after-move (enabled in .clang-tidy): reading a string after moving from it.
@@ -39,10 +40,12 @@ inline std::string moved_twice(std::string s) {
 
 
 def rewrite(text, tree):
-    """The tree's paths in a compile command pointed at `tree`, build folder paths kept."""
+    """The tree's paths in a compile command pointed at `tree`, build folder paths kept. The
+    source folder appears bare too (-I/path/to/tree), not only as a prefix of a file's path."""
     keep = '\0BUILD\0'
-    return (text.replace(BUILD, keep).replace(SOURCE + os.sep, tree + os.sep)
-            .replace(keep, BUILD))
+    text = text.replace(BUILD, keep)
+    text = re.sub(re.escape(SOURCE) + r'(?=/|\s|"|$)', lambda _: tree, text)
+    return text.replace(keep, BUILD)
 
 
 class CheckTidyTest(unittest.TestCase):
@@ -105,13 +108,16 @@ class CheckTidyTest(unittest.TestCase):
         self.append(SMALL_SOURCE, '// A comment changes nothing clang-tidy looks at.\n')
         r = self.check('HEAD')
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn('1 translation units clean', r.stdout)
+        self.assertIn('1 translation unit clean', r.stdout)
 
-    def test_a_planted_finding_in_a_source_fails_naming_the_check(self):
+    def test_a_committed_finding_in_a_source_fails_by_default_naming_the_check(self):
+        # No BASE: the commit before HEAD, so the last commit's files are checked.
         self.append(SMALL_SOURCE, USE_AFTER_MOVE)
-        r = self.check('HEAD')
+        subprocess.run(self.git + ['commit', '-q', '-am', 'a finding, committed'], check=True)
+        r = self.check()
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn(f'{SMALL_SOURCE}: findings', r.stdout)
+        self.assertIn(f'{SMALL_SOURCE}:', r.stdout.split(': findings', 1)[1])
         self.assertIn('[bugprone-use-after-move', r.stdout)
 
     def test_a_planted_finding_in_a_header_fails_through_a_source_including_it(self):
@@ -119,14 +125,7 @@ class CheckTidyTest(unittest.TestCase):
         r = self.check('HEAD')
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn(f'(for {SMALL_HEADER}): findings', r.stdout)
-        self.assertIn(f'{SMALL_HEADER}:', r.stdout)
-        self.assertIn('[bugprone-use-after-move', r.stdout)
-
-    def test_by_default_the_last_commit_is_checked(self):
-        self.append(SMALL_SOURCE, USE_AFTER_MOVE)
-        subprocess.run(self.git + ['commit', '-q', '-am', 'a finding, committed'], check=True)
-        r = self.check()
-        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(f'{SMALL_HEADER}:', r.stdout.split(': findings', 1)[1])
         self.assertIn('[bugprone-use-after-move', r.stdout)
 
     def test_a_file_outside_the_compile_database_is_named_not_checked(self):
