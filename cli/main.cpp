@@ -40,11 +40,6 @@ constexpr char kUsage[] =
     "  version   print the version\n"
     "  --help    this text\n";
 
-int fail_usage(const std::string& msg) {
-  fprintf(stderr, "carapace: error: %s\n", msg.c_str());
-  return carapace::kExitUsage;
-}
-
 int cmd_run(std::vector<std::string> args) {
   using namespace carapace;
   // --isolation process: the agent in a jail, no VM (process_sandbox/process_sandbox.h).
@@ -72,7 +67,7 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
   if (cmd == "sandbox") return carapace::cmd_sandbox(rest);
   if (cmd == "mcp") return carapace::cmd_mcp(rest);
   if (cmd == "serve") return carapace::cmd_serve(rest);
-  return fail_usage("unknown command '" + cmd + "' (see carapace --help)");
+  return carapace::fail_usage("unknown command '" + cmd + "' (see carapace --help)");
 }
 
 }  // namespace

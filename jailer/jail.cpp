@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -47,11 +46,8 @@ int run_jail(const JailConfig& cfg) {
                   std::move(*cgroups));
   if (Status s = jail.acquire(); !s.ok()) return fail(s.error());
 
-  sigset_t stops = stop_signals();
-  sigset_t old_mask;
-  ::sigprocmask(SIG_BLOCK, &stops, &old_mask);
-  UniqueFd sigfd(::signalfd(-1, &stops, SFD_CLOEXEC));
-  if (!sigfd.valid()) return fail(sys_error("signalfd"));
+  auto stops = BlockedStopSignals::block();
+  if (!stops.ok()) return fail(stops.error());
   int sync_pipe[2], err_pipe[2];
   if (::pipe2(sync_pipe, O_CLOEXEC) != 0) return fail(sys_error("pipe"));
   UniqueFd sync_r(sync_pipe[0]), sync_w(sync_pipe[1]);
@@ -66,7 +62,7 @@ int run_jail(const JailConfig& cfg) {
   if (pid == 0) {
     sync_w.reset();
     err_r.reset();
-    sigfd.reset();
+    stops->close_fd();
     JailChildPlan plan{&cfg, *runtime, sync_r.get(), err_w.get()};
     jail_child_main(plan);
   }
@@ -82,20 +78,14 @@ int run_jail(const JailConfig& cfg) {
   } else if (::write(sync_w.get(), "g", 1) != 1) {
     setup_error = "cannot start the jailed child";
   }
-  // The error pipe reaches EOF at the child's execve (O_CLOEXEC) or exit. A child that failed
-  // on its own says why there; that beats the supervisor's view (e.g. ESRCH placing it).
-  char buf[512];
-  ssize_t n;
-  while ((n = ::read(err_r.get(), buf, sizeof buf)) != 0) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    child_error.append(buf, static_cast<size_t>(n));
-  }
+  // A child that failed on its own says why on the error pipe; that beats the supervisor's view
+  // (e.g. ESRCH placing it).
+  child_error = read_until_eof(err_r.get());
 
-  auto waited = supervise_child(child.get(), sigfd.get());
+  auto waited = supervise_child(child.get(), stops->fd());
   std::string oom = jail.cgroups().oom_report();
   Status cleaned = jail.release();
-  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  stops->unblock();
   if (!cleaned.ok())
     fprintf(stderr, "carapace jail: error: cleanup: %s\n", cleaned.error().describe().c_str());
   if (child_error.empty()) child_error = setup_error;

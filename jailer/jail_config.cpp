@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cstddef>
+#include <optional>
+
+#include "common/base/flag_values.h"
 
 namespace carapace {
 
@@ -31,30 +33,14 @@ const char kJailUsage[] =
 
 namespace {
 
-Error bad(const std::string& msg) {
-  return as_invalid_input(make_error(msg));
-}
-
 Result<uint64_t> parse_u64(const std::string& flag, const std::string& v, uint64_t lo,
                            uint64_t hi) {
-  uint64_t out = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (v.empty() || ec != std::errc() || ptr != v.data() + v.size())
-    return bad(flag + ": expected a number, got '" + v + "'");
-  if (out < lo || out > hi)
-    return bad(flag + ": " + v + " is out of range [" + std::to_string(lo) + ", " +
-               std::to_string(hi) + "]");
-  return out;
-}
-
-Status check_id(const std::string& id) {
-  if (id.empty() || id.size() > 64) return bad("--id: expected 1-64 characters");
-  for (char c : id) {
-    bool ok =
-        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
-    if (!ok) return bad("--id: only [A-Za-z0-9-] are allowed");
-  }
-  return ok_status();
+  const std::optional<uint64_t> out = decimal_u64(v);
+  if (!out) return flag_error(flag + ": expected a number, got '" + v + "'");
+  if (*out < lo || *out > hi)
+    return flag_error(flag + ": " + v + " is out of range [" + std::to_string(lo) + ", " +
+                      std::to_string(hi) + "]");
+  return *out;
 }
 
 Result<JailBind> parse_bind(const std::string& v) {
@@ -67,16 +53,32 @@ Result<JailBind> parse_bind(const std::string& v) {
     path.resize(path.size() - 3);
   }
   b.path = TRY(normalise_abs_path("--bind", path));
-  if (b.path == "/") return bad("--bind: cannot bind the host's root");
+  if (b.path == "/") return flag_error("--bind: cannot bind the host's root");
   return b;
 }
 
 }  // namespace
 
+Result<CgroupVersion> parse_cgroup_version(const std::string& flag, const std::string& v) {
+  return parse_choice<CgroupVersion>(
+      flag, v,
+      {{"auto", CgroupVersion::kAuto}, {"1", CgroupVersion::kV1}, {"2", CgroupVersion::kV2}});
+}
+
+Status check_jail_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return flag_error("--id: expected 1-64 characters");
+  for (char c : id) {
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+    if (!ok) return flag_error("--id: only [A-Za-z0-9-] are allowed");
+  }
+  return ok_status();
+}
+
 Result<std::string> normalise_abs_path(const std::string& flag, const std::string& path) {
   if (path.empty() || path[0] != '/')
-    return bad(flag + ": expected an absolute path, got '" + path + "'");
-  if (path.size() > 1024) return bad(flag + ": path too long");
+    return flag_error(flag + ": expected an absolute path, got '" + path + "'");
+  if (path.size() > 1024) return flag_error(flag + ": path too long");
   std::string out;
   size_t i = 0;
   while (i < path.size()) {
@@ -88,8 +90,8 @@ Result<std::string> normalise_abs_path(const std::string& flag, const std::strin
     i = end;
     if (comp.empty()) continue;
     if (comp == "." || comp == "..")
-      return bad(flag + ": '.' and '..' are not allowed in '" + path + "'");
-    if (comp.find('\0') != std::string::npos) return bad(flag + ": NUL in path");
+      return flag_error(flag + ": '.' and '..' are not allowed in '" + path + "'");
+    if (comp.find('\0') != std::string::npos) return flag_error(flag + ": NUL in path");
     out += "/" + comp;
   }
   return out.empty() ? std::string("/") : out;
@@ -115,11 +117,12 @@ Result<JailConfig> parse_jail_args(const std::vector<std::string>& args) {
       cfg.help = true;
       return cfg;
     }
-    if (a.rfind("--", 0) != 0) return bad("unexpected argument '" + a + "' (flags end at --)");
-    if (i + 1 >= args.size()) return bad(a + ": missing value");
+    if (a.rfind("--", 0) != 0)
+      return flag_error("unexpected argument '" + a + "' (flags end at --)");
+    if (i + 1 >= args.size()) return flag_error(a + ": missing value");
     const std::string& v = args[++i];
     if (a == "--id") {
-      TRY_STATUS(check_id(v));
+      TRY_STATUS(check_jail_id(v));
       cfg.id = v;
     } else if (a == "--exec-file") {
       cfg.exec_file = TRY(normalise_abs_path(a, v));
@@ -131,25 +134,15 @@ Result<JailConfig> parse_jail_args(const std::vector<std::string>& args) {
       have_gid = true;
     } else if (a == "--chroot-base") {
       cfg.chroot_base = TRY(normalise_abs_path(a, v));
-      if (cfg.chroot_base == "/") return bad("--chroot-base: cannot be /");
+      if (cfg.chroot_base == "/") return flag_error("--chroot-base: cannot be /");
     } else if (a == "--bind") {
       cfg.binds.push_back(TRY(parse_bind(v)));
     } else if (a == "--netns") {
-      if (v == "new") {
-        cfg.netns = JailNetNs::kNew;
-      } else if (v == "none") {
-        cfg.netns = JailNetNs::kNone;
-      } else {
-        return bad("--netns: expected new or none, got '" + v + "'");
-      }
+      cfg.netns = TRY(
+          parse_choice<JailNetNs>(a, v, {{"new", JailNetNs::kNew}, {"none", JailNetNs::kNone}}));
     } else if (a == "--proc") {
-      if (v == "none") {
-        cfg.proc = JailProc::kNone;
-      } else if (v == "pids") {
-        cfg.proc = JailProc::kPids;
-      } else {
-        return bad("--proc: expected none or pids, got '" + v + "'");
-      }
+      cfg.proc =
+          TRY(parse_choice<JailProc>(a, v, {{"none", JailProc::kNone}, {"pids", JailProc::kPids}}));
     } else if (a == "--mem-limit") {
       cfg.mem_limit_mib = TRY(parse_u64(a, v, 1, 1ull << 30));
     } else if (a == "--cpu-quota") {
@@ -161,33 +154,25 @@ Result<JailConfig> parse_jail_args(const std::vector<std::string>& args) {
     } else if (a == "--fsize-mib") {
       cfg.fsize_mib = TRY(parse_u64(a, v, 1, 1ull << 30));
     } else if (a == "--cgroup-version") {
-      if (v == "auto") {
-        cfg.cgroup_version = CgroupVersion::kAuto;
-      } else if (v == "1") {
-        cfg.cgroup_version = CgroupVersion::kV1;
-      } else if (v == "2") {
-        cfg.cgroup_version = CgroupVersion::kV2;
-      } else {
-        return bad("--cgroup-version: expected auto, 1 or 2, got '" + v + "'");
-      }
+      cfg.cgroup_version = TRY(parse_cgroup_version(a, v));
     } else {
-      return bad("unknown flag '" + a + "' (see carapace jail --help)");
+      return flag_error("unknown flag '" + a + "' (see carapace jail --help)");
     }
   }
   cfg.exec_args.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (cfg.id.empty()) return bad("--id is required");
-  if (cfg.exec_file.empty()) return bad("--exec-file is required");
-  if (!have_uid || !have_gid) return bad("--uid and --gid are required (and must not be 0)");
+  if (cfg.id.empty()) return flag_error("--id is required");
+  if (cfg.exec_file.empty()) return flag_error("--exec-file is required");
+  if (!have_uid || !have_gid) return flag_error("--uid and --gid are required (and must not be 0)");
   return cfg;
 }
 
 Status check_jail_host_paths(const JailConfig& cfg) {
   struct stat st {};
   if (::stat(cfg.exec_file.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-    return bad("--exec-file: no such regular file: " + cfg.exec_file);
-  if ((st.st_mode & 0111) == 0) return bad("--exec-file: not executable: " + cfg.exec_file);
+    return flag_error("--exec-file: no such regular file: " + cfg.exec_file);
+  if ((st.st_mode & 0111) == 0) return flag_error("--exec-file: not executable: " + cfg.exec_file);
   if (::stat(cfg.chroot_base.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
-    return bad("--chroot-base: not a directory: " + cfg.chroot_base);
+    return flag_error("--chroot-base: not a directory: " + cfg.chroot_base);
   // The jail's own mount points, and the host trees no VMM needs. Paths under /tmp may be bound
   // (they are mounted on top of the jail's private /tmp); /tmp itself, or a tree holding it,
   // may not.
@@ -195,21 +180,21 @@ Status check_jail_host_paths(const JailConfig& cfg) {
   for (size_t i = 0; i < cfg.binds.size(); ++i) {
     const JailBind& b = cfg.binds[i];
     if (::stat(b.path.c_str(), &st) != 0)
-      return bad("--bind: no such file or directory: " + b.path);
+      return flag_error("--bind: no such file or directory: " + b.path);
     if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISSOCK(st.st_mode))
-      return bad("--bind: not a regular file, directory or socket: " + b.path);
+      return flag_error("--bind: not a regular file, directory or socket: " + b.path);
     for (const char* r : kReserved)
       if (path_within(b.path, r) || path_within(r, b.path))
-        return bad("--bind: " + b.path + " overlaps the jail's " + r);
+        return flag_error("--bind: " + b.path + " overlaps the jail's " + r);
     if (path_within("/tmp", b.path))
-      return bad("--bind: " + b.path + " would hide the jail's private /tmp");
+      return flag_error("--bind: " + b.path + " would hide the jail's private /tmp");
     if (path_within(cfg.exec_file, b.path) || path_within(b.path, cfg.exec_file))
-      return bad("--bind: " + b.path + " overlaps --exec-file");
+      return flag_error("--bind: " + b.path + " overlaps --exec-file");
     if (path_within(cfg.chroot_base, b.path) || path_within(b.path, cfg.chroot_base))
-      return bad("--bind: " + b.path + " overlaps --chroot-base");
+      return flag_error("--bind: " + b.path + " overlaps --chroot-base");
     for (size_t j = 0; j < i; ++j)
       if (path_within(b.path, cfg.binds[j].path) || path_within(cfg.binds[j].path, b.path))
-        return bad("--bind: " + b.path + " overlaps " + cfg.binds[j].path);
+        return flag_error("--bind: " + b.path + " overlaps " + cfg.binds[j].path);
   }
   return ok_status();
 }

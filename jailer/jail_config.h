@@ -59,6 +59,12 @@ Status check_jail_host_paths(const JailConfig& cfg);
 // Absolute path with no "." / ".." components; repeated and trailing slashes removed.
 Result<std::string> normalise_abs_path(const std::string& flag, const std::string& path);
 
+// A jail id: 1-64 characters of [A-Za-z0-9-] (it names a folder and cgroups).
+Status check_jail_id(const std::string& id);
+
+// auto, 1 or 2 (--cgroup-version).
+Result<CgroupVersion> parse_cgroup_version(const std::string& flag, const std::string& v);
+
 // True when `inner` is `outer` or lies below it.
 bool path_within(const std::string& inner, const std::string& outer);
 

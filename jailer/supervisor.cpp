@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 
 #include "jailer/jail_fs.h"
@@ -89,6 +90,48 @@ sigset_t stop_signals() {
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
     sigaddset(&set, s);
   return set;
+}
+
+Result<BlockedStopSignals> BlockedStopSignals::block() {
+  BlockedStopSignals out;
+  sigset_t stops = stop_signals();
+  ::sigprocmask(SIG_BLOCK, &stops, &out.old_mask_);
+  out.fd_ = UniqueFd(::signalfd(-1, &stops, SFD_CLOEXEC));
+  if (!out.fd_.valid()) return sys_error("signalfd");
+  return out;
+}
+
+void BlockedStopSignals::unblock() {
+  ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+}
+
+std::string read_until_eof(int fd) {
+  std::string out;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+std::optional<int> supervisor_command_ends(const SupervisorCommand& cmd, const Error* parse_error,
+                                           bool help) {
+  if (parse_error != nullptr) {
+    fprintf(stderr, "%s: %s\n", cmd.error_prefix, parse_error->describe().c_str());
+    return 2;
+  }
+  if (help) {
+    fputs(cmd.usage, stdout);
+    return 0;
+  }
+  if (::geteuid() != 0) {
+    fprintf(stderr, "%s: %s\n", cmd.error_prefix, cmd.needs_root);
+    return 1;
+  }
+  return std::nullopt;
 }
 
 int exit_status_of(const siginfo_t& si) {

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 
 #include "common/base/result.h"
@@ -80,9 +81,48 @@ Result<long> clone_into_jail(JailFolder& folder, uint64_t extra_flags, int* pidf
 // handler for, so forwarding would not do).
 sigset_t stop_signals();
 
+// The stop signals blocked and read through a signalfd while a supervisor waits on its child.
+// They stay blocked until unblock(), on an error return too: a supervisor that gives up still
+// removes its jail without being killed halfway.
+class BlockedStopSignals {
+ public:
+  static Result<BlockedStopSignals> block();
+  int fd() const { return fd_.get(); }
+  // In the jail's first process, which must not hold the supervisor's signalfd.
+  void close_fd() { fd_.reset(); }
+  // Restores the signal mask from before block().
+  void unblock();
+
+ private:
+  sigset_t old_mask_{};
+  UniqueFd fd_;
+};
+
+// Everything written to `fd` until its writer closes it (EINTR retried; a read error ends it):
+// a jailed child's error pipe, which reaches EOF at its execve (O_CLOEXEC) or exit.
+std::string read_until_eof(int fd);
+
 // Waits for the child behind `pidfd`, killing it on a stop signal read from `sigfd`; returns its
 // waitid() record.
 Result<siginfo_t> supervise_child(int pidfd, int sigfd);
+
+// How a supervising command (`carapace jail`, `carapace run --isolation process`) starts, before
+// anything is created: a parse error is one line and status 2, --help prints the usage (status
+// 0), and anything else needs root (status 1, `needs_root` says why).
+struct SupervisorCommand {
+  const char* error_prefix;  // "carapace jail: error"
+  const char* usage;
+  const char* needs_root;  // the line printed without root, after the prefix
+};
+// The status to exit with when the command ends here, nullopt when it goes on.
+std::optional<int> supervisor_command_ends(const SupervisorCommand& cmd, const Error* parse_error,
+                                           bool help);
+template <typename Parsed>
+std::optional<int> supervisor_command_ends(const SupervisorCommand& cmd,
+                                           const Result<Parsed>& parsed) {
+  return supervisor_command_ends(cmd, parsed.ok() ? nullptr : &parsed.error(),
+                                 parsed.ok() && parsed->help);
+}
 
 // The exit status a supervisor reports for its child: the child's, 128+N for signal N.
 int exit_status_of(const siginfo_t& si);

@@ -1,6 +1,8 @@
 #include "process_sandbox/process_run_args.h"
 
-#include <charconv>
+#include <optional>
+
+#include "common/base/flag_values.h"
 
 namespace carapace {
 
@@ -34,28 +36,13 @@ const char kProcessRunUsage[] =
 
 namespace {
 
-Error bad(const std::string& msg) {
-  return as_invalid_input(make_error(msg));
-}
-
 Result<uint64_t> parse_u64(const std::string& flag, const std::string& v, uint64_t min,
                            uint64_t max) {
-  uint64_t n = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < min || n > max)
-    return bad(flag + ": expected a number in " + std::to_string(min) + ".." + std::to_string(max) +
-               ", got '" + v + "'");
-  return n;
-}
-
-Status check_id(const std::string& id) {
-  if (id.empty() || id.size() > 64) return bad("--id: expected 1-64 characters");
-  for (char c : id) {
-    bool ok =
-        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
-    if (!ok) return bad("--id: only [A-Za-z0-9-] are allowed");
-  }
-  return ok_status();
+  const std::optional<uint64_t> n = decimal_u64(v);
+  if (!n || *n < min || *n > max)
+    return flag_error(flag + ": expected a number in " + std::to_string(min) + ".." +
+                      std::to_string(max) + ", got '" + v + "'");
+  return *n;
 }
 
 }  // namespace
@@ -67,14 +54,10 @@ Result<RunIsolation> take_isolation_flag(std::vector<std::string>& args) {
       ++i;
       continue;
     }
-    if (i + 1 >= args.size()) return bad("--isolation: expected microvm or process");
-    const std::string v = args[i + 1];
-    if (v == "process")
-      iso = RunIsolation::kProcess;
-    else if (v == "microvm")
-      iso = RunIsolation::kMicrovm;
-    else
-      return bad("--isolation: expected microvm or process, got '" + v + "'");
+    if (i + 1 >= args.size()) return flag_error("--isolation: expected microvm or process");
+    iso = TRY(parse_choice<RunIsolation>(
+        "--isolation", args[i + 1],
+        {{"microvm", RunIsolation::kMicrovm}, {"process", RunIsolation::kProcess}}));
     args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
   }
   return iso;
@@ -83,59 +66,54 @@ Result<RunIsolation> take_isolation_flag(std::vector<std::string>& args) {
 Result<ProcessRunArgs> parse_process_run_args(const std::vector<std::string>& args) {
   ProcessRunArgs out;
   ProcessSandboxConfig& c = out.cfg;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      out.help = true;
-      continue;
-    }
-    if (i + 1 >= args.size()) return bad("unknown flag or missing value: '" + a + "'");
-    const std::string& v = args[++i];
-    if (a == "--rootfs") {
-      c.rootfs = TRY(normalise_abs_path(a, v));
-    } else if (a == "--agent-sock") {
-      c.agent_sock = TRY(normalise_abs_path(a, v));
-    } else if (a == "--id") {
-      TRY_STATUS(check_id(v));
-      c.id = v;
-    } else if (a == "--token-file") {
-      c.token_file = TRY(normalise_abs_path(a, v));
-    } else if (a == "--agent") {
-      c.agent_exe = TRY(normalise_abs_path(a, v));
-    } else if (a == "--chroot-base") {
-      c.chroot_base = TRY(normalise_abs_path(a, v));
-      if (c.chroot_base == "/") return bad("--chroot-base: not /");
-    } else if (a == "--mem-limit") {
-      c.mem_limit_mib = TRY(parse_u64(a, v, 16, uint64_t{1} << 30));
-    } else if (a == "--pids-max") {
-      c.pids_max = TRY(parse_u64(a, v, 8, 1u << 22));
-    } else if (a == "--cpu-quota") {
-      c.cpu_quota_pct = static_cast<uint32_t>(TRY(parse_u64(a, v, 1, 100000)));
-    } else if (a == "--tmp-size") {
-      c.tmp_mib = TRY(parse_u64(a, v, 1, uint64_t{1} << 20));
-    } else if (a == "--uid") {
-      c.uid = static_cast<uid_t>(TRY(parse_u64(a, v, 1, 0xfffffffeu)));
-    } else if (a == "--gid") {
-      c.gid = static_cast<gid_t>(TRY(parse_u64(a, v, 1, 0xfffffffeu)));
-    } else if (a == "--cgroup-version") {
-      if (v == "auto")
-        c.cgroup_version = CgroupVersion::kAuto;
-      else if (v == "1")
-        c.cgroup_version = CgroupVersion::kV1;
-      else if (v == "2")
-        c.cgroup_version = CgroupVersion::kV2;
-      else
-        return bad("--cgroup-version: expected auto, 1 or 2");
-    } else if (a == "--allow-egress") {
-      c.allow_egress.push_back(v);
-    } else {
-      return bad("unknown flag '" + a + "' for --isolation process");
-    }
-  }
+  TRY_STATUS(for_each_flag_pair(
+      args, out.help, [&c](const std::string& a, const std::string& v) -> Status {
+        if (a == "--rootfs") {
+          c.rootfs = TRY(normalise_abs_path(a, v));
+        } else if (a == "--agent-sock") {
+          c.agent_sock = TRY(normalise_abs_path(a, v));
+        } else if (a == "--id") {
+          TRY_STATUS(check_jail_id(v));
+          c.id = v;
+        } else if (a == "--token-file") {
+          c.token_file = TRY(normalise_abs_path(a, v));
+        } else if (a == "--agent") {
+          c.agent_exe = TRY(normalise_abs_path(a, v));
+        } else if (a == "--chroot-base") {
+          c.chroot_base = TRY(normalise_abs_path(a, v));
+          if (c.chroot_base == "/") return flag_error("--chroot-base: not /");
+        } else if (a == "--mem-limit") {
+          c.mem_limit_mib = TRY(parse_u64(a, v, 16, uint64_t{1} << 30));
+        } else if (a == "--pids-max") {
+          c.pids_max = TRY(parse_u64(a, v, 8, 1u << 22));
+        } else if (a == "--cpu-quota") {
+          c.cpu_quota_pct = static_cast<uint32_t>(TRY(parse_u64(a, v, 1, 100000)));
+        } else if (a == "--tmp-size") {
+          c.tmp_mib = TRY(parse_u64(a, v, 1, uint64_t{1} << 20));
+        } else if (a == "--uid") {
+          c.uid = static_cast<uid_t>(TRY(parse_u64(a, v, 1, 0xfffffffeu)));
+        } else if (a == "--gid") {
+          c.gid = static_cast<gid_t>(TRY(parse_u64(a, v, 1, 0xfffffffeu)));
+        } else if (a == "--cgroup-version") {
+          if (v == "auto")
+            c.cgroup_version = CgroupVersion::kAuto;
+          else if (v == "1")
+            c.cgroup_version = CgroupVersion::kV1;
+          else if (v == "2")
+            c.cgroup_version = CgroupVersion::kV2;
+          else
+            return flag_error("--cgroup-version: expected auto, 1 or 2");
+        } else if (a == "--allow-egress") {
+          c.allow_egress.push_back(v);
+        } else {
+          return flag_error("unknown flag '" + a + "' for --isolation process");
+        }
+        return {};
+      }));
   if (out.help) return out;
-  if (c.rootfs.empty()) return bad("--rootfs is required with --isolation process");
-  if (c.agent_sock.empty()) return bad("--agent-sock is required with --isolation process");
-  if (c.gid != 0 && c.uid == 0) return bad("--gid needs --uid");
+  if (c.rootfs.empty()) return flag_error("--rootfs is required with --isolation process");
+  if (c.agent_sock.empty()) return flag_error("--agent-sock is required with --isolation process");
+  if (c.gid != 0 && c.uid == 0) return flag_error("--gid needs --uid");
   return out;
 }
 

@@ -4,7 +4,6 @@
 #include <linux/sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -176,11 +175,8 @@ int run_process_sandbox(const ProcessSandboxConfig& cfg) {
   JailFolder jail(JailFolderSpec{cfg.chroot_base, cfg.id, 0, 0, kWho}, std::move(*cgroups));
   if (Status s = jail.acquire(); !s.ok()) return fail(s.error());
 
-  sigset_t stops = stop_signals();
-  sigset_t old_mask;
-  ::sigprocmask(SIG_BLOCK, &stops, &old_mask);
-  UniqueFd sigfd(::signalfd(-1, &stops, SFD_CLOEXEC));
-  if (!sigfd.valid()) return fail(sys_error("signalfd"));
+  auto stops = BlockedStopSignals::block();
+  if (!stops.ok()) return fail(stops.error());
   int sp[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
     return fail(sys_error("socketpair"));
@@ -192,7 +188,7 @@ int run_process_sandbox(const ProcessSandboxConfig& cfg) {
   const long pid = *cloned;
   if (pid == 0) {
     ctl.reset();
-    sigfd.reset();
+    stops->close_fd();
     ProcessChildPlan plan{&cfg, uid, gid, token, child_ctl.get()};
     process_sandbox_child_main(plan);
   }
@@ -211,10 +207,10 @@ int run_process_sandbox(const ProcessSandboxConfig& cfg) {
   }
   ctl.reset();
 
-  auto waited = supervise_child(child.get(), sigfd.get());
+  auto waited = supervise_child(child.get(), stops->fd());
   std::string oom = jail.cgroups().oom_report();
   Status cleaned = jail.release();
-  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  stops->unblock();
   if (!cleaned.ok())
     fprintf(stderr, "%s: error: cleanup: %s\n", kWho, cleaned.error().describe().c_str());
   if (!up.ok()) return fail(up.error());

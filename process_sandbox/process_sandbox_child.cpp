@@ -25,6 +25,7 @@
 
 #include "common/base/unique_fd.h"
 #include "jailer/jail_fs.h"
+#include "jailer/supervisor.h"
 #include "process_sandbox/init_title.h"
 #include "process_sandbox/workload_seccomp.h"
 
@@ -305,14 +306,7 @@ Result<pid_t> start_agent(const ProcessChildPlan& plan, int listen_fd) {
   if (pid == 0) exec_agent(listen_fd, token_r.valid() ? token_r.get() : -1, err_w.get());
   err_w.reset();
   token_r.reset();
-  std::string err;
-  char buf[256];
-  ssize_t n;
-  while ((n = ::read(err_r.get(), buf, sizeof buf)) != 0) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    err.append(buf, static_cast<size_t>(n));
-  }
+  const std::string err = read_until_eof(err_r.get());
   if (!err.empty()) return make_error(err);
   return pid;
 }

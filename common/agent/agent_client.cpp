@@ -40,6 +40,12 @@ std::optional<uint64_t> get_u64(const json& j, const char* key) {
   return it->get<uint64_t>();
 }
 
+std::optional<std::string> get_string(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
 bool get_bool(const json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_boolean() && it->get<bool>();
@@ -47,19 +53,17 @@ bool get_bool(const json& j, const char* key) {
 
 Result<AgentFileInfo> parse_info(const json& j) {
   AgentFileInfo info;
-  auto type = j.find("type");
+  auto type = get_string(j, "type");
   auto size = get_u64(j, "size");
   auto mode = get_u64(j, "mode");
   auto mtime = j.find("mtime");
-  if (type == j.end() || !type->is_string() || !size || !mode || mtime == j.end() ||
-      !mtime->is_number_integer())
+  if (!type || !size || !mode || mtime == j.end() || !mtime->is_number_integer())
     return bad_reply("file description");
-  info.type = type->get<std::string>();
+  info.type = std::move(*type);
   info.size = *size;
   info.mode = static_cast<uint32_t>(*mode);
   info.mtime = mtime->get<int64_t>();
-  if (auto name = j.find("name"); name != j.end() && name->is_string())
-    info.name = name->get<std::string>();
+  if (auto name = get_string(j, "name")) info.name = std::move(*name);
   return info;
 }
 
@@ -193,14 +197,13 @@ Result<json> AgentClient::call(json req) {
 Result<AgentPing> AgentClient::ping() {
   json r = TRY(call({{"op", "ping"}}));
   AgentPing p;
-  auto version = r.find("version");
+  auto version = get_string(r, "version");
   auto protocol = get_u64(r, "protocol");
   auto uptime = get_u64(r, "uptime_ms");
   auto token_set = r.find("token_set");
-  if (version == r.end() || !version->is_string() || !protocol || !uptime || token_set == r.end() ||
-      !token_set->is_boolean())
+  if (!version || !protocol || !uptime || token_set == r.end() || !token_set->is_boolean())
     return bad_reply("ping");
-  p.version = version->get<std::string>();
+  p.version = std::move(*version);
   p.protocol = static_cast<int>(*protocol);
   p.uptime_ms = *uptime;
   p.token_set = token_set->get<bool>();

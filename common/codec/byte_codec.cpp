@@ -3,6 +3,14 @@
 #include <cstring>
 
 namespace carapace {
+namespace {
+
+// "length 9 above the limit 8": a declared size the reader refuses before reading a byte.
+std::string above_limit(const char* which, uint64_t n, uint64_t limit) {
+  return std::string(which) + " " + std::to_string(n) + " above the limit " + std::to_string(limit);
+}
+
+}  // namespace
 
 // resize + memcpy rather than vector::insert: GCC 12 reports a false -Wstringop-overflow for the
 // inlined insert.
@@ -74,26 +82,20 @@ Result<std::span<const uint8_t>> ByteReader::bytes(const char* what, uint64_t n)
 
 Result<std::string> ByteReader::string(const char* what, uint32_t max_len) {
   uint32_t len = TRY(u32(what));
-  if (len > max_len)
-    return error(what,
-                 "length " + std::to_string(len) + " above the limit " + std::to_string(max_len));
+  if (len > max_len) return error(what, above_limit("length", len, max_len));
   auto b = TRY(bytes(what, len));
   return std::string(b.begin(), b.end());
 }
 
 Result<std::span<const uint8_t>> ByteReader::short_blob_view(const char* what, uint32_t max_len) {
   uint32_t len = TRY(u32(what));
-  if (len > max_len)
-    return error(what,
-                 "length " + std::to_string(len) + " above the limit " + std::to_string(max_len));
+  if (len > max_len) return error(what, above_limit("length", len, max_len));
   return bytes(what, len);
 }
 
 Result<std::span<const uint8_t>> ByteReader::blob_view(const char* what, uint64_t max_len) {
   uint64_t len = TRY(u64(what));
-  if (len > max_len)
-    return error(what,
-                 "length " + std::to_string(len) + " above the limit " + std::to_string(max_len));
+  if (len > max_len) return error(what, above_limit("length", len, max_len));
   return bytes(what, len);
 }
 
@@ -104,9 +106,7 @@ Result<std::vector<uint8_t>> ByteReader::blob(const char* what, uint64_t max_len
 
 Result<uint32_t> ByteReader::count(const char* what, uint64_t min_item_bytes, uint32_t max_count) {
   uint32_t n = TRY(u32(what));
-  if (n > max_count)
-    return error(what,
-                 "count " + std::to_string(n) + " above the limit " + std::to_string(max_count));
+  if (n > max_count) return error(what, above_limit("count", n, max_count));
   uint64_t need;
   if (__builtin_mul_overflow(uint64_t{n}, min_item_bytes, &need) || need > remaining())
     return error(what, "count " + std::to_string(n) + " cannot fit in the " +

@@ -3,17 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/http/http_types.h"
+
 namespace carapace::http {
-namespace {
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
 
 ChunkedDecoder::Status ChunkedDecoder::feed(std::string_view in, std::string& out,
                                             size_t* consumed) {

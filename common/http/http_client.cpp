@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -23,13 +22,7 @@ constexpr size_t kMaxResponseHeaders = 200;
 
 // Waits for a non-blocking connect() to finish.
 Status finish_connect(int fd, std::chrono::milliseconds timeout, const std::string& what) {
-  pollfd p{fd, POLLOUT, 0};
-  int r;
-  do {
-    r = ::poll(&p, 1, static_cast<int>(timeout.count()));
-  } while (r < 0 && errno == EINTR);
-  if (r < 0) return sys_error("poll");
-  if (r == 0) return make_error("connect " + what + ": timed out");
+  if (!TRY(wait_writable(fd, timeout))) return make_error("connect " + what + ": timed out");
   int err = 0;
   socklen_t len = sizeof err;
   if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return sys_error("getsockopt");

@@ -16,6 +16,11 @@ namespace carapace::http {
 
 // ASCII case-insensitive comparison (header names, tokens). Never locale dependent.
 bool iequals(std::string_view a, std::string_view b);
+// Without the optional white space (SP and HTAB) at either end (RFC 9110 §5.6.3, OWS).
+std::string_view trim_ows(std::string_view s);
+// The value of one hex digit (HEXDIG, RFC 5234 §B.1, either case), -1 for any other byte: chunk
+// sizes (RFC 9112 §7.1) and percent-encoding (RFC 3986 §2.1).
+int hex_digit(char c);
 
 // Header fields in arrival order. Names compare case-insensitively (RFC 9110 5.1); a repeated
 // field stays as separate entries so framing checks can see duplicates.

@@ -31,14 +31,6 @@ bool valid_field_value(std::string_view v) {
   return true;
 }
 
-std::string_view trim_ows(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
-
 // Parses "Name: value" lines into `out`. Returns an error message, or "" on success;
 // *too_many is set when the count passed max_headers.
 std::string parse_fields(std::string_view rest, size_t max_headers, HttpHeaders& out,

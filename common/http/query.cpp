@@ -1,25 +1,16 @@
 #include "common/http/query.h"
 
+#include "common/http/http_types.h"
+
 namespace carapace::http {
-namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
-
 Result<std::string> percent_decode(std::string_view s, bool plus_is_space) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
     if (c == '%') {
-      int hi = i + 2 < s.size() ? hex_value(s[i + 1]) : -1;
-      int lo = i + 2 < s.size() ? hex_value(s[i + 2]) : -1;
+      int hi = i + 2 < s.size() ? hex_digit(s[i + 1]) : -1;
+      int lo = i + 2 < s.size() ? hex_digit(s[i + 2]) : -1;
       if (hi < 0 || lo < 0) return as_invalid_input(make_error("invalid percent-encoding"));
       c = static_cast<char>(hi * 16 + lo);
       i += 2;

@@ -34,6 +34,16 @@ IoStatus wait_readable(int fd, Clock::time_point deadline, int cancel_fd) {
   }
 }
 
+Result<bool> wait_writable(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLOUT, 0};
+  int r;
+  do {
+    r = ::poll(&p, 1, static_cast<int>(timeout.count()));
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) return sys_error("poll");
+  return r > 0;
+}
+
 Status send_all(int fd, std::string_view data, std::chrono::milliseconds stall_timeout) {
   while (!data.empty()) {
     ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -43,13 +53,7 @@ Status send_all(int fd, std::string_view data, std::chrono::milliseconds stall_t
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return sys_error("send");
-    pollfd p{fd, POLLOUT, 0};
-    int r;
-    do {
-      r = ::poll(&p, 1, static_cast<int>(stall_timeout.count()));
-    } while (r < 0 && errno == EINTR);
-    if (r < 0) return sys_error("poll");
-    if (r == 0) return make_error("send: peer stopped reading");
+    if (!TRY(wait_writable(fd, stall_timeout))) return make_error("send: peer stopped reading");
   }
   return ok_status();
 }

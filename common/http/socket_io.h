@@ -28,6 +28,10 @@ enum class IoStatus {
 // that fd is readable, even while `fd` is not.
 IoStatus wait_readable(int fd, Clock::time_point deadline, int cancel_fd = -1);
 
+// Waits up to `timeout` for `fd` to become writable (a connect finishing, room to send), EINTR
+// retried: false when the time ran out. A poll() failure is a host error.
+Result<bool> wait_writable(int fd, std::chrono::milliseconds timeout);
+
 // Writes all of `data` (MSG_NOSIGNAL: a gone peer is an error, not SIGPIPE). Fails when the peer
 // accepts no byte for `stall_timeout`, so a client that stops reading cannot pin the writer.
 Status send_all(int fd, std::string_view data, std::chrono::milliseconds stall_timeout);

@@ -1,7 +1,9 @@
 #include "guest/agent/options.h"
 
 #include <cctype>
-#include <charconv>
+#include <optional>
+
+#include "common/base/flag_values.h"
 
 namespace carapace::agent {
 
@@ -15,16 +17,12 @@ const char kAgentUsage[] =
 
 namespace {
 
-Error bad(std::string msg) {
-  return as_invalid_input(make_error(std::move(msg)));
-}
-
 Result<uint64_t> parse_number(const std::string& flag, std::string_view text, uint64_t max) {
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v > max)
-    return bad(flag + ": '" + std::string(text) + "' is not a number in 0.." + std::to_string(max));
-  return v;
+  const std::optional<uint64_t> v = decimal_u64(text);
+  if (!v || *v > max)
+    return flag_error(flag + ": '" + std::string(text) + "' is not a number in 0.." +
+                      std::to_string(max));
+  return *v;
 }
 
 Status parse_listen(std::string_view spec, AgentOptions* o) {
@@ -46,11 +44,11 @@ Status parse_listen(std::string_view spec, AgentOptions* o) {
   if (spec.starts_with("fd:")) {
     o->listen = AgentOptions::Listen::kFd;
     o->listen_fd = static_cast<int>(TRY(parse_number("--listen", spec.substr(3), 1023)));
-    if (o->listen_fd < 3) return bad("--listen fd:N: N must be 3 or above");
+    if (o->listen_fd < 3) return flag_error("--listen fd:N: N must be 3 or above");
     return {};
   }
-  return bad("--listen: expected vsock, vsock:PORT, unix:PATH or fd:N, got '" + std::string(spec) +
-             "'");
+  return flag_error("--listen: expected vsock, vsock:PORT, unix:PATH or fd:N, got '" +
+                    std::string(spec) + "'");
 }
 
 }  // namespace
@@ -73,36 +71,34 @@ bool valid_selftest_name(std::string_view name) {
 
 Result<AgentOptions> parse_agent_args(const std::vector<std::string>& args) {
   AgentOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      o.help = true;
-      continue;
-    }
-    if (i + 1 >= args.size()) return bad("unknown flag or missing value: '" + a + "'");
-    const std::string& v = args[++i];
-    if (a == "--listen") {
-      TRY_STATUS(parse_listen(v, &o));
-    } else if (a == "--token") {
-      if (!valid_token(v))
-        return bad("--token: expected 1.." + std::to_string(kMaxTokenChars) + " hex digits");
-      o.token = v;
-    } else if (a == "--token-fd") {
-      o.token_fd = static_cast<int>(TRY(parse_number(a, v, 1023)));
-      if (o.token_fd < 3) return bad("--token-fd: must be 3 or above (not stdin/out/err)");
-    } else if (a == "--root") {
-      if (v.empty() || v.front() != '/') return bad("--root: expected an absolute path");
-      o.root = v;
-    } else if (a == "--max-file-bytes") {
-      o.max_file_bytes = TRY(parse_number(a, v, uint64_t{1} << 40));
-    } else if (a == "--max-connections") {
-      o.max_connections = static_cast<int>(TRY(parse_number(a, v, 4096)));
-      if (o.max_connections == 0) return bad("--max-connections: must be at least 1");
-    } else {
-      return bad("unknown flag '" + a + "'");
-    }
-  }
-  if (!o.token.empty() && o.token_fd >= 0) return bad("--token and --token-fd exclude each other");
+  TRY_STATUS(
+      for_each_flag_pair(args, o.help, [&o](const std::string& a, const std::string& v) -> Status {
+        if (a == "--listen") {
+          TRY_STATUS(parse_listen(v, &o));
+        } else if (a == "--token") {
+          if (!valid_token(v))
+            return flag_error("--token: expected 1.." + std::to_string(kMaxTokenChars) +
+                              " hex digits");
+          o.token = v;
+        } else if (a == "--token-fd") {
+          o.token_fd = static_cast<int>(TRY(parse_number(a, v, 1023)));
+          if (o.token_fd < 3)
+            return flag_error("--token-fd: must be 3 or above (not stdin/out/err)");
+        } else if (a == "--root") {
+          if (v.empty() || v.front() != '/') return flag_error("--root: expected an absolute path");
+          o.root = v;
+        } else if (a == "--max-file-bytes") {
+          o.max_file_bytes = TRY(parse_number(a, v, uint64_t{1} << 40));
+        } else if (a == "--max-connections") {
+          o.max_connections = static_cast<int>(TRY(parse_number(a, v, 4096)));
+          if (o.max_connections == 0) return flag_error("--max-connections: must be at least 1");
+        } else {
+          return flag_error("unknown flag '" + a + "'");
+        }
+        return {};
+      }));
+  if (!o.token.empty() && o.token_fd >= 0)
+    return flag_error("--token and --token-fd exclude each other");
   return o;
 }
 

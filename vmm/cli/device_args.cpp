@@ -13,15 +13,11 @@ namespace carapace {
 
 namespace {
 
-Error bad(const std::string& msg) {
-  return as_invalid_input(make_error(msg));
-}
-
 // "a=1,b=2" → {{a,1},{b,2}}; refuses empty items and items without '='.
 Result<std::vector<std::pair<std::string, std::string>>> split_kv(const std::string& flag,
                                                                   const std::string& spec) {
   std::vector<std::pair<std::string, std::string>> out;
-  if (spec.empty()) return bad(flag + ": empty value");
+  if (spec.empty()) return flag_error(flag + ": empty value");
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t comma = spec.find(',', pos);
@@ -29,7 +25,7 @@ Result<std::vector<std::pair<std::string, std::string>>> split_kv(const std::str
         spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     size_t eq = item.find('=');
     if (item.empty() || eq == std::string::npos || eq == 0)
-      return bad(flag + ": expected key=value, got '" + item + "'");
+      return flag_error(flag + ": expected key=value, got '" + item + "'");
     out.emplace_back(item.substr(0, eq), item.substr(eq + 1));
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -40,12 +36,12 @@ Result<std::vector<std::pair<std::string, std::string>>> split_kv(const std::str
 Result<bool> parse_on_off(const std::string& what, const std::string& v) {
   if (v == "on" || v == "true" || v == "1") return true;
   if (v == "off" || v == "false" || v == "0") return false;
-  return bad(what + ": expected on or off, got '" + v + "'");
+  return flag_error(what + ": expected on or off, got '" + v + "'");
 }
 
 Result<std::string> parse_path(const std::string& what, const std::string& v) {
-  if (v.empty()) return bad(what + ": empty path");
-  if (v.find('\0') != std::string::npos) return bad(what + ": path contains NUL");
+  if (v.empty()) return flag_error(what + ": empty path");
+  if (v.find('\0') != std::string::npos) return flag_error(what + ": path contains NUL");
   return v;
 }
 
@@ -53,27 +49,27 @@ Result<std::string> parse_socket_path(const std::string& what, const std::string
   auto p = TRY(parse_path(what, v));
   // Room for the longest suffix the VMM adds ("_4294967295") and the NUL.
   if (p.size() + 12 > sizeof(sockaddr_un{}.sun_path))
-    return bad(what + ": socket path longer than " +
-               std::to_string(sizeof(sockaddr_un{}.sun_path) - 12) + " bytes");
+    return flag_error(what + ": socket path longer than " +
+                      std::to_string(sizeof(sockaddr_un{}.sun_path) - 12) + " bytes");
   return p;
 }
 
 Result<std::array<uint8_t, 6>> parse_mac(const std::string& v) {
   std::array<uint8_t, 6> mac{};
-  if (v.size() != 17) return bad("--net mac: expected xx:xx:xx:xx:xx:xx, got '" + v + "'");
+  if (v.size() != 17) return flag_error("--net mac: expected xx:xx:xx:xx:xx:xx, got '" + v + "'");
   for (int i = 0; i < 6; ++i) {
     if (i < 5 && v[i * 3 + 2] != ':')
-      return bad("--net mac: expected ':' separators in '" + v + "'");
+      return flag_error("--net mac: expected ':' separators in '" + v + "'");
     char hex[3] = {v[i * 3], v[i * 3 + 1], 0};
     char* end = nullptr;
     long b = std::strtol(hex, &end, 16);
     if (*end != '\0' || !isxdigit(static_cast<unsigned char>(hex[0])) ||
         !isxdigit(static_cast<unsigned char>(hex[1])))
-      return bad("--net mac: bad hex byte in '" + v + "'");
+      return flag_error("--net mac: bad hex byte in '" + v + "'");
     mac[i] = static_cast<uint8_t>(b);
   }
-  if (mac[0] & 1) return bad("--net mac: '" + v + "' is a multicast address");
-  if (mac == std::array<uint8_t, 6>{}) return bad("--net mac: all-zero address");
+  if (mac[0] & 1) return flag_error("--net mac: '" + v + "' is a multicast address");
+  if (mac == std::array<uint8_t, 6>{}) return flag_error("--net mac: all-zero address");
   return mac;
 }
 
@@ -83,24 +79,24 @@ Result<EgressRule> parse_egress_rule(const std::string& text) {
   const std::string what = "--net allow=" + text;
   // From the right: IPv6 addresses contain colons, the port and protocol never do.
   size_t c2 = text.rfind(':');
-  if (c2 == std::string::npos || c2 == 0) return bad(what + ": expected CIDR:PROTO:PORT");
+  if (c2 == std::string::npos || c2 == 0) return flag_error(what + ": expected CIDR:PROTO:PORT");
   size_t c1 = text.rfind(':', c2 - 1);
-  if (c1 == std::string::npos || c1 == 0) return bad(what + ": expected CIDR:PROTO:PORT");
+  if (c1 == std::string::npos || c1 == 0) return flag_error(what + ": expected CIDR:PROTO:PORT");
   std::string cidr = text.substr(0, c1), proto = text.substr(c1 + 1, c2 - c1 - 1),
               port = text.substr(c2 + 1);
   EgressRule rule;
   size_t slash = cidr.find('/');
-  if (slash == std::string::npos) return bad(what + ": the address needs a /prefix length");
+  if (slash == std::string::npos) return flag_error(what + ": the address needs a /prefix length");
   std::string addr = cidr.substr(0, slash);
   if (inet_pton(AF_INET, addr.c_str(), rule.addr.data()) == 1) {
     rule.ipv6 = false;
   } else if (inet_pton(AF_INET6, addr.c_str(), rule.addr.data()) == 1) {
     rule.ipv6 = true;
   } else {
-    return bad(what + ": '" + addr + "' is not an IPv4 or IPv6 address");
+    return flag_error(what + ": '" + addr + "' is not an IPv4 or IPv6 address");
   }
   uint64_t len = TRY(parse_u64(what + " prefix", cidr.substr(slash + 1)));
-  if (len > (rule.ipv6 ? 128u : 32u)) return bad(what + ": prefix length too long");
+  if (len > (rule.ipv6 ? 128u : 32u)) return flag_error(what + ": prefix length too long");
   rule.prefix_len = static_cast<uint8_t>(len);
   // Host bits past the prefix are cleared, so 10.1.2.3/8 means 10.0.0.0/8.
   for (size_t bit = len; bit < (rule.ipv6 ? 128u : 32u); ++bit)
@@ -114,14 +110,14 @@ Result<EgressRule> parse_egress_rule(const std::string& text) {
   else if (proto == "any")
     rule.protocol = EgressRule::Protocol::kAny;
   else
-    return bad(what + ": protocol must be tcp, udp, icmp or any");
+    return flag_error(what + ": protocol must be tcp, udp, icmp or any");
   if (port == "any" || port == "*") {
     rule.port = 0;
   } else {
     uint64_t p = TRY(parse_u64(what + " port", port));
-    if (p == 0 || p > 65535) return bad(what + ": port must be 1-65535 or any");
+    if (p == 0 || p > 65535) return flag_error(what + ": port must be 1-65535 or any");
     if (rule.protocol != EgressRule::Protocol::kTcp && rule.protocol != EgressRule::Protocol::kUdp)
-      return bad(what + ": a port needs tcp or udp");
+      return flag_error(what + ": a port needs tcp or udp");
     rule.port = static_cast<uint16_t>(p);
   }
   return rule;
@@ -139,21 +135,21 @@ Result<BlockDeviceConfig> parse_drive_arg(const std::string& spec) {
     } else if (k == "overlay") {
       cfg.overlay_path = TRY(parse_path("--drive overlay", v));
     } else if (k == "serial") {
-      if (v.size() > 20) return bad("--drive serial: at most 20 bytes (virtio-blk GET_ID)");
+      if (v.size() > 20) return flag_error("--drive serial: at most 20 bytes (virtio-blk GET_ID)");
       cfg.serial = v;
     } else if (k == "bps") {
       cfg.limit.bytes = TRY(parse_u64("--drive bps", v));
     } else if (k == "iops") {
       cfg.limit.ops = TRY(parse_u64("--drive iops", v));
     } else {
-      return bad("--drive: unknown key '" + k + "' (path, ro, overlay, serial, bps, iops)");
+      return flag_error("--drive: unknown key '" + k + "' (path, ro, overlay, serial, bps, iops)");
     }
   }
-  if (!have_path) return bad("--drive: path= is required");
+  if (!have_path) return flag_error("--drive: path= is required");
   if (!cfg.overlay_path.empty() && cfg.read_only)
-    return bad("--drive: overlay= makes a writable disk; drop ro=on");
+    return flag_error("--drive: overlay= makes a writable disk; drop ro=on");
   if (!cfg.overlay_path.empty() && cfg.overlay_path == cfg.path)
-    return bad("--drive: overlay must differ from path");
+    return flag_error("--drive: overlay must differ from path");
   return cfg;
 }
 
@@ -162,7 +158,8 @@ Result<NetDeviceConfig> parse_net_arg(const std::string& spec) {
   int backends = 0;
   for (const auto& [k, v] : TRY(split_kv("--net", spec))) {
     if (k == "tap") {
-      if (v.empty() || v.size() >= 16) return bad("--net tap: interface name must be 1-15 bytes");
+      if (v.empty() || v.size() >= 16)
+        return flag_error("--net tap: interface name must be 1-15 bytes");
       cfg.backend = NetDeviceConfig::Backend::kTap;
       cfg.tap_name = v;
       ++backends;
@@ -182,7 +179,7 @@ Result<NetDeviceConfig> parse_net_arg(const std::string& spec) {
       else if (v == "open")
         cfg.egress_policy = false;
       else
-        return bad("--net policy: expected deny or open, got '" + v + "'");
+        return flag_error("--net policy: expected deny or open, got '" + v + "'");
     } else if (k == "rx_bps") {
       cfg.rx_limit.bytes = TRY(parse_u64("--net rx_bps", v));
     } else if (k == "tx_bps") {
@@ -192,13 +189,13 @@ Result<NetDeviceConfig> parse_net_arg(const std::string& spec) {
     } else if (k == "tx_pps") {
       cfg.tx_limit.ops = TRY(parse_u64("--net tx_pps", v));
     } else {
-      return bad("--net: unknown key '" + k +
-                 "' (tap, unix, mac, allow, policy, rx_bps, tx_bps, rx_pps, tx_pps)");
+      return flag_error("--net: unknown key '" + k +
+                        "' (tap, unix, mac, allow, policy, rx_bps, tx_bps, rx_pps, tx_pps)");
     }
   }
-  if (backends != 1) return bad("--net: exactly one of tap= or unix= is required");
+  if (backends != 1) return flag_error("--net: exactly one of tap= or unix= is required");
   if (!cfg.allow.empty() && !cfg.egress_policy)
-    return bad("--net: allow= rules need policy=deny (the default when allow= is given)");
+    return flag_error("--net: allow= rules need policy=deny (the default when allow= is given)");
   return cfg;
 }
 
@@ -209,33 +206,32 @@ Result<VsockDeviceConfig> parse_vsock_arg(const std::string& spec) {
     if (k == "cid") {
       uint64_t cid = TRY(parse_u64("--vsock cid", v));
       // 0-2 are the hypervisor, local and host; 2^32-1 is "any".
-      if (cid < 3 || cid >= 0xffffffffu) return bad("--vsock cid: must be 3 to 4294967294");
+      if (cid < 3 || cid >= 0xffffffffu) return flag_error("--vsock cid: must be 3 to 4294967294");
       cfg.guest_cid = static_cast<uint32_t>(cid);
       have_cid = true;
     } else if (k == "uds") {
       cfg.uds_path = TRY(parse_socket_path("--vsock uds", v));
       have_uds = true;
     } else {
-      return bad("--vsock: unknown key '" + k + "' (cid, uds)");
+      return flag_error("--vsock: unknown key '" + k + "' (cid, uds)");
     }
   }
-  if (!have_cid || !have_uds) return bad("--vsock: cid= and uds= are required");
+  if (!have_cid || !have_uds) return flag_error("--vsock: cid= and uds= are required");
   return cfg;
 }
 
 Result<bool> parse_device_flag(const std::string& flag,
                                const std::function<Result<std::string>()>& value,
                                DeviceConfigs& devices) {
-  auto bad = [](const std::string& m) { return as_invalid_input(make_error(m)); };
   if (flag == "--drive") {
     devices.drives.push_back(TRY(parse_drive_arg(TRY(value()))));
   } else if (flag == "--net") {
     devices.nets.push_back(TRY(parse_net_arg(TRY(value()))));
   } else if (flag == "--vsock") {
-    if (devices.vsock) return bad("--vsock: only one vsock device per VM");
+    if (devices.vsock) return flag_error("--vsock: only one vsock device per VM");
     devices.vsock = TRY(parse_vsock_arg(TRY(value())));
   } else if (flag == "--rng") {
-    if (devices.rng) return bad("--rng: given twice");
+    if (devices.rng) return flag_error("--rng: given twice");
     devices.rng = RngDeviceConfig{};
   } else {
     return false;

@@ -44,10 +44,6 @@ const char kRestoreUsage[] =
 
 namespace {
 
-Error bad(const std::string& msg) {
-  return as_invalid_input(make_error(msg));
-}
-
 bool is_token(const std::string& t) {
   if (t.empty() || t.size() > 128) return false;
   for (char c : t)
@@ -60,19 +56,20 @@ Status check_clone_identities(const RestoreArgs& a) {
   if (a.clones <= 1) return {};
   const DeviceConfigs& d = a.machine.devices;
   if (d.vsock && uint64_t{d.vsock->guest_cid} + a.clones - 1 >= 0xffffffffu)
-    return bad("--vsock cid: " + std::to_string(d.vsock->guest_cid) + " + " +
-               std::to_string(a.clones) + " clones runs past 4294967294");
+    return flag_error("--vsock cid: " + std::to_string(d.vsock->guest_cid) + " + " +
+                      std::to_string(a.clones) + " clones runs past 4294967294");
   for (const auto& n : d.nets) {
     if (n.backend == NetDeviceConfig::Backend::kTap &&
         n.tap_name.size() + 1 + std::to_string(a.clones - 1).size() > 15)
-      return bad("--net tap: '" + n.tap_name + ".<clone>' would pass 15 bytes");
+      return flag_error("--net tap: '" + n.tap_name + ".<clone>' would pass 15 bytes");
     if (n.mac_set && mac_low24(n.mac) + (a.clones - 1) > 0xffffff)
-      return bad("--net mac: adding the clone number would overflow its low 24 bits");
+      return flag_error("--net mac: adding the clone number would overflow its low 24 bits");
   }
   for (const auto& drive : d.drives)
     if (!drive.read_only && drive.overlay_path.empty())
-      return bad("--drive " + drive.path + ": clones cannot share a writable disk; use ro=on " +
-                 "or overlay=FILE (each clone writes FILE.<clone>)");
+      return flag_error("--drive " + drive.path +
+                        ": clones cannot share a writable disk; use ro=on " +
+                        "or overlay=FILE (each clone writes FILE.<clone>)");
   return {};
 }
 
@@ -81,60 +78,58 @@ Status check_clone_identities(const RestoreArgs& a) {
 Result<RestoreArgs> parse_restore_args(const std::vector<std::string>& args) {
   RestoreArgs out;
   MachineConfig& m = out.machine;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    auto value = [&]() -> Result<std::string> {
-      if (i + 1 >= args.size()) return bad(flag + ": missing value");
-      return args[++i];
-    };
-    if (flag == "--snapshot") {
-      out.snapshot_dir = TRY(value());
-      if (out.snapshot_dir.empty()) return bad("--snapshot: empty path");
-    } else if (flag == "--clones") {
-      uint64_t n = TRY(parse_u64(flag, TRY(value())));
-      if (n == 0 || n > kMaxClones)
-        return bad("--clones: expected 1 to " + std::to_string(kMaxClones) + ", got " +
-                   std::to_string(n));
-      out.clones = static_cast<uint32_t>(n);
-    } else if (flag == "--console") {
-      TRY_STATUS(parse_console_arg(TRY(value()), m.console));
-    } else if (TRY(parse_device_flag(flag, value, m.devices))) {
-      // --drive, --net, --vsock, --rng
-    } else if (flag == "--timeout") {
-      m.timeout_seconds = TRY(parse_seconds(flag, TRY(value())));
-    } else if (flag == "--teardown") {
-      out.deferred_teardown = TRY(parse_teardown(TRY(value())));
-    } else if (flag == "--log-level") {
-      out.log_level = TRY(parse_log_level(TRY(value())));
-    } else if (flag == "--api-sock") {
-      out.api_sock = TRY(value());
-      if (out.api_sock.empty()) return bad("--api-sock: empty path");
-    } else if (flag == "--agent-token") {
-      out.agent_token = TRY(value());
-      if (!is_token(out.agent_token)) return bad("--agent-token: expected 1 to 128 hex digits");
-    } else if (flag == "--agent-token-out") {
-      out.agent_token_out = TRY(value());
-      if (out.agent_token_out.empty()) return bad("--agent-token-out: empty path");
-    } else if (flag == "--agent-timeout") {
-      out.agent_timeout_s = TRY(parse_seconds(flag, TRY(value())));
-    } else if (flag == "--paused") {
-      out.start_paused = true;
-    } else if (flag == "--no-seccomp") {
-      TRY_STATUS(check_no_seccomp_allowed());
-      out.seccomp = false;
-    } else {
-      return bad("unknown option '" + flag + "' (see carapace restore --help)");
-    }
-  }
-  if (out.snapshot_dir.empty()) return bad("--snapshot DIR is required");
+  TRY_STATUS(
+      for_each_flag(args, [&m, &out](const std::string& flag, const FlagValue& value) -> Status {
+        if (flag == "--snapshot") {
+          out.snapshot_dir = TRY(value());
+          if (out.snapshot_dir.empty()) return flag_error("--snapshot: empty path");
+        } else if (flag == "--clones") {
+          uint64_t n = TRY(parse_u64(flag, TRY(value())));
+          if (n == 0 || n > kMaxClones)
+            return flag_error("--clones: expected 1 to " + std::to_string(kMaxClones) + ", got " +
+                              std::to_string(n));
+          out.clones = static_cast<uint32_t>(n);
+        } else if (flag == "--console") {
+          TRY_STATUS(parse_console_arg(TRY(value()), m.console));
+        } else if (TRY(parse_device_flag(flag, value, m.devices))) {
+          // --drive, --net, --vsock, --rng
+        } else if (flag == "--timeout") {
+          m.timeout_seconds = TRY(parse_seconds(flag, TRY(value())));
+        } else if (flag == "--teardown") {
+          out.deferred_teardown = TRY(parse_teardown(TRY(value())));
+        } else if (flag == "--log-level") {
+          out.log_level = TRY(parse_log_level(TRY(value())));
+        } else if (flag == "--api-sock") {
+          out.api_sock = TRY(value());
+          if (out.api_sock.empty()) return flag_error("--api-sock: empty path");
+        } else if (flag == "--agent-token") {
+          out.agent_token = TRY(value());
+          if (!is_token(out.agent_token))
+            return flag_error("--agent-token: expected 1 to 128 hex digits");
+        } else if (flag == "--agent-token-out") {
+          out.agent_token_out = TRY(value());
+          if (out.agent_token_out.empty()) return flag_error("--agent-token-out: empty path");
+        } else if (flag == "--agent-timeout") {
+          out.agent_timeout_s = TRY(parse_seconds(flag, TRY(value())));
+        } else if (flag == "--paused") {
+          out.start_paused = true;
+        } else if (flag == "--no-seccomp") {
+          TRY_STATUS(check_no_seccomp_allowed());
+          out.seccomp = false;
+        } else {
+          return flag_error("unknown option '" + flag + "' (see carapace restore --help)");
+        }
+        return {};
+      }));
+  if (out.snapshot_dir.empty()) return flag_error("--snapshot DIR is required");
   if (!out.agent_token.empty() && !m.devices.vsock)
-    return bad("--agent-token: the restore notice goes over vsock; add --vsock");
+    return flag_error("--agent-token: the restore notice goes over vsock; add --vsock");
   if (!out.agent_token_out.empty() && out.agent_token.empty())
-    return bad("--agent-token-out needs --agent-token");
+    return flag_error("--agent-token-out needs --agent-token");
   if (out.start_paused && out.api_sock.empty())
-    return bad("--paused: nothing could resume the VM; add --api-sock");
+    return flag_error("--paused: nothing could resume the VM; add --api-sock");
   if (out.start_paused && !out.agent_token.empty())
-    return bad(
+    return flag_error(
         "--paused: the restore notice needs a running guest; drop --agent-token and send "
         "post_restore after PUT /vm/resume");
   TRY_STATUS(check_clone_identities(out));

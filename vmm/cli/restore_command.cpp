@@ -16,6 +16,7 @@
 #include "common/base/unique_fd.h"
 #include "snapshot/machine_snapshot.h"
 #include "vmm/cli/restore_args.h"
+#include "vmm/cli/run_args.h"
 #include "vmm/control/machine_control.h"
 #include "vmm/control/vm_api.h"
 #include "vmm/machine/deferred_teardown.h"
@@ -147,12 +148,7 @@ void send_restore_notices(const RestoreArgs& args, std::vector<std::unique_ptr<M
 }  // namespace
 
 int cmd_restore(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      fputs(kRestoreUsage, stdout);
-      return kExitOk;
-    }
-  }
+  if (print_help_if_asked(args, kRestoreUsage)) return kExitOk;
   auto parsed = parse_restore_args(args);
   if (!parsed.ok()) return fail(parsed.error());
   set_log_level(static_cast<LogLevel>(parsed->log_level));

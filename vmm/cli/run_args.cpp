@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "vmm/cli/device_args.h"
@@ -44,14 +45,6 @@ const char kRunUsage[] =
     "             4 KVM internal/emulation error, 5 timeout, 6 guest panic (the guest wrote\n"
     "             bit 0 to the pvpanic port 0x505, or KVM reported a guest crash)\n";
 
-namespace {
-
-Error bad(const std::string& msg) {
-  return as_invalid_input(make_error(msg));
-}
-
-}  // namespace
-
 Status parse_console_arg(const std::string& v, ConsoleConfig& console) {
   if (v == "stdio") {
     console.kind = ConsoleKind::kStdio;
@@ -67,97 +60,111 @@ Status parse_console_arg(const std::string& v, ConsoleConfig& console) {
       console.path.resize(at);
       auto max = parse_u64("--console max", n);
       if (!max.ok()) return max.take_error();
-      if (*max == 0) return bad("--console max: must be at least 1 byte");
-      if (console.path.empty()) return bad("--console file: empty path");
+      if (*max == 0) return flag_error("--console max: must be at least 1 byte");
+      if (console.path.empty()) return flag_error("--console file: empty path");
       console.max_bytes = *max;
     }
   } else {
-    return bad("--console: expected stdio, file:PATH or none, got '" + v + "'");
+    return flag_error("--console: expected stdio, file:PATH or none, got '" + v + "'");
   }
   return {};
 }
 
 Result<int> parse_log_level(const std::string& v) {
-  static const char* const kLevels[] = {"error", "warn", "info", "debug"};
-  for (int l = 0; l < 4; ++l)
-    if (v == kLevels[l]) return l;
-  return bad("--log-level: expected error, warn, info or debug, got '" + v + "'");
+  return parse_choice<int>("--log-level", v,
+                           {{"error", 0}, {"warn", 1}, {"info", 2}, {"debug", 3}});
 }
 
 Result<bool> parse_teardown(const std::string& v) {
-  if (v == "deferred") return true;
-  if (v == "sync") return false;
-  return bad("--teardown: expected deferred or sync, got '" + v + "'");
+  return parse_choice<bool>("--teardown", v, {{"deferred", true}, {"sync", false}});
+}
+
+bool print_help_if_asked(const std::vector<std::string>& args, const char* usage) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      fputs(usage, stdout);
+      return true;
+    }
+  }
+  return false;
+}
+
+Status for_each_flag(
+    const std::vector<std::string>& args,
+    const std::function<Status(const std::string& flag, const FlagValue& value)>& on_flag) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    const FlagValue value = [&]() -> Result<std::string> {
+      if (i + 1 >= args.size()) return flag_error(flag + ": missing value");
+      return args[++i];
+    };
+    TRY_STATUS(on_flag(flag, value));
+  }
+  return {};
 }
 
 Result<RunArgs> parse_run_args(const std::vector<std::string>& args) {
   RunArgs out;
   MachineConfig& m = out.machine;
   bool have_kernel = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    auto value = [&]() -> Result<std::string> {
-      if (i + 1 >= args.size()) return bad(flag + ": missing value");
-      return args[++i];
-    };
-    if (flag == "--kernel") {
-      m.kernel_path = TRY(value());
-      have_kernel = true;
-    } else if (flag == "--initrd") {
-      m.initrd_path = TRY(value());
-      if (m.initrd_path.empty()) return bad("--initrd: empty path");
-    } else if (flag == "--cmdline") {
-      m.cmdline = TRY(value());
-    } else if (flag == "--mem") {
-      uint64_t mib = TRY(parse_u64(flag, TRY(value())));
-      if (mib < 16) return bad("--mem: at least 16 MiB is needed, got " + std::to_string(mib));
-      if (mib > (1ull << 24)) return bad("--mem: " + std::to_string(mib) + " MiB is too large");
-      m.mem_bytes = mib << 20;
-    } else if (flag == "--hugepages") {
-      m.hugepages = true;
-    } else if (flag == "--vcpus") {
-      uint64_t n = TRY(parse_u64(flag, TRY(value())));
-      if (n == 0) return bad("--vcpus: at least 1 vCPU is needed");
-      if (n > 4096) return bad("--vcpus: " + std::to_string(n) + " is too many");
-      m.vcpus = static_cast<uint32_t>(n);
-    } else if (flag == "--cpu-template") {
-      auto t = parse_cpu_template(TRY(value()));
-      if (!t.ok()) return bad("--cpu-template: " + t.error().message);
-      m.cpu_template = *t;
-    } else if (flag == "--boot") {
-      std::string v = TRY(value());
-      if (v == "elf")
-        m.boot = BootProtocol::kLinux64;
-      else if (v == "pvh")
-        m.boot = BootProtocol::kPvh;
-      else
-        return bad("--boot: expected elf or pvh, got '" + v + "'");
-    } else if (flag == "--console") {
-      TRY_STATUS(parse_console_arg(TRY(value()), m.console));
-    } else if (TRY(parse_device_flag(flag, value, m.devices))) {
-      // --drive, --net, --vsock, --rng
-    } else if (flag == "--console-input") {
-      m.console.input = true;
-    } else if (flag == "--timeout") {
-      m.timeout_seconds = TRY(parse_seconds(flag, TRY(value())));
-    } else if (flag == "--teardown") {
-      out.deferred_teardown = TRY(parse_teardown(TRY(value())));
-    } else if (flag == "--no-seccomp") {
-      // Debugging only: refused unless the environment says so explicitly.
-      TRY_STATUS(check_no_seccomp_allowed());
-      out.seccomp = false;
-    } else if (flag == "--api-sock") {
-      out.api_sock = TRY(value());
-      if (out.api_sock.empty()) return bad("--api-sock: empty path");
-    } else if (flag == "--log-level") {
-      out.log_level = TRY(parse_log_level(TRY(value())));
-    } else {
-      return bad("unknown option '" + flag + "' (see carapace run --help)");
-    }
-  }
-  if (!have_kernel || m.kernel_path.empty()) return bad("--kernel PATH is required");
+  TRY_STATUS(for_each_flag(
+      args, [&m, &out, &have_kernel](const std::string& flag, const FlagValue& value) -> Status {
+        if (flag == "--kernel") {
+          m.kernel_path = TRY(value());
+          have_kernel = true;
+        } else if (flag == "--initrd") {
+          m.initrd_path = TRY(value());
+          if (m.initrd_path.empty()) return flag_error("--initrd: empty path");
+        } else if (flag == "--cmdline") {
+          m.cmdline = TRY(value());
+        } else if (flag == "--mem") {
+          uint64_t mib = TRY(parse_u64(flag, TRY(value())));
+          if (mib < 16)
+            return flag_error("--mem: at least 16 MiB is needed, got " + std::to_string(mib));
+          if (mib > (1ull << 24))
+            return flag_error("--mem: " + std::to_string(mib) + " MiB is too large");
+          m.mem_bytes = mib << 20;
+        } else if (flag == "--hugepages") {
+          m.hugepages = true;
+        } else if (flag == "--vcpus") {
+          uint64_t n = TRY(parse_u64(flag, TRY(value())));
+          if (n == 0) return flag_error("--vcpus: at least 1 vCPU is needed");
+          if (n > 4096) return flag_error("--vcpus: " + std::to_string(n) + " is too many");
+          m.vcpus = static_cast<uint32_t>(n);
+        } else if (flag == "--cpu-template") {
+          auto t = parse_cpu_template(TRY(value()));
+          if (!t.ok()) return flag_error("--cpu-template: " + t.error().message);
+          m.cpu_template = *t;
+        } else if (flag == "--boot") {
+          m.boot = TRY(parse_choice<BootProtocol>(
+              flag, TRY(value()), {{"elf", BootProtocol::kLinux64}, {"pvh", BootProtocol::kPvh}}));
+        } else if (flag == "--console") {
+          TRY_STATUS(parse_console_arg(TRY(value()), m.console));
+        } else if (TRY(parse_device_flag(flag, value, m.devices))) {
+          // --drive, --net, --vsock, --rng
+        } else if (flag == "--console-input") {
+          m.console.input = true;
+        } else if (flag == "--timeout") {
+          m.timeout_seconds = TRY(parse_seconds(flag, TRY(value())));
+        } else if (flag == "--teardown") {
+          out.deferred_teardown = TRY(parse_teardown(TRY(value())));
+        } else if (flag == "--no-seccomp") {
+          // Debugging only: refused unless the environment says so explicitly.
+          TRY_STATUS(check_no_seccomp_allowed());
+          out.seccomp = false;
+        } else if (flag == "--api-sock") {
+          out.api_sock = TRY(value());
+          if (out.api_sock.empty()) return flag_error("--api-sock: empty path");
+        } else if (flag == "--log-level") {
+          out.log_level = TRY(parse_log_level(TRY(value())));
+        } else {
+          return flag_error("unknown option '" + flag + "' (see carapace run --help)");
+        }
+        return {};
+      }));
+  if (!have_kernel || m.kernel_path.empty()) return flag_error("--kernel PATH is required");
   if (m.console.input && m.console.kind == ConsoleKind::kNone)
-    return bad("--console-input needs a console (stdio or file)");
+    return flag_error("--console-input needs a console (stdio or file)");
   return out;
 }
 

@@ -2,6 +2,7 @@
 // tested: each refusal is one line naming the flag and why.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,19 @@ struct RunArgs {
 };
 
 Result<RunArgs> parse_run_args(const std::vector<std::string>& args);
+
+// The value after the flag being parsed, taken from the arguments when asked for: a flag that
+// takes none (--hugepages) never asks.
+using FlagValue = std::function<Result<std::string>()>;
+// Walks `args` one flag at a time, for `run` and `restore`; a missing value is refused as
+// "FLAG: missing value". Stops at the first error `on_flag` returns.
+Status for_each_flag(
+    const std::vector<std::string>& args,
+    const std::function<Status(const std::string& flag, const FlagValue& value)>& on_flag);
+
+// --help or -h anywhere: prints `usage` on stdout and returns true; the command does nothing
+// else, whatever the other flags are (valid or not).
+bool print_help_if_asked(const std::vector<std::string>& args, const char* usage);
 
 // Flags `run` shares with `restore`.
 Status parse_console_arg(const std::string& value, ConsoleConfig& console);  // --console

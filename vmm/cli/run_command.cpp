@@ -16,22 +16,13 @@
 
 namespace carapace {
 
-namespace {
-
 int fail_usage(const std::string& msg) {
   fprintf(stderr, "carapace: error: %s\n", msg.c_str());
   return kExitUsage;
 }
 
-}  // namespace
-
 int cmd_run_vm(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      fputs(kRunUsage, stdout);
-      return kExitOk;
-    }
-  }
+  if (print_help_if_asked(args, kRunUsage)) return kExitOk;
   auto parsed = parse_run_args(args);
   if (!parsed.ok()) return fail_usage(parsed.error().describe());
   set_log_level(static_cast<LogLevel>(parsed->log_level));

@@ -6,6 +6,10 @@
 
 namespace carapace {
 
+// A refused command line, for `carapace` and `carapace run`: "carapace: error: MSG" on stderr;
+// returns kExitUsage.
+int fail_usage(const std::string& msg);
+
 // `args`: the flags after `run`, without `--isolation`.
 int cmd_run_vm(const std::vector<std::string>& args);
 

@@ -83,6 +83,13 @@ void MmioTransport::note_guest_error(std::atomic<uint64_t>& counter, const char*
     LOG_DEBUG("virtio-mmio@0x%llx: %s", static_cast<unsigned long long>(base_), msg);
 }
 
+bool MmioTransport::register_access_ok(uint64_t offset, size_t size, const char* kind) {
+  if (size == 4 && offset % 4 == 0) return true;
+  note_guest_error(errors_.bad_register_access, "%zu-byte %s at 0x%llx ignored", size, kind,
+                   static_cast<unsigned long long>(offset));
+  return false;
+}
+
 void MmioTransport::read(uint64_t offset, std::span<uint8_t> data) {
   std::memset(data.data(), 0, data.size());
   std::lock_guard<std::mutex> lock(mu_);
@@ -91,11 +98,7 @@ void MmioTransport::read(uint64_t offset, std::span<uint8_t> data) {
     device_->read_config(offset - offset_of(MmioReg::kConfig), data);
     return;
   }
-  if (data.size() != 4 || offset % 4 != 0) {
-    note_guest_error(errors_.bad_register_access, "%zu-byte read at 0x%llx ignored", data.size(),
-                     static_cast<unsigned long long>(offset));
-    return;
-  }
+  if (!register_access_ok(offset, data.size(), "read")) return;
   const uint32_t v = read_register(static_cast<MmioReg>(offset));
   std::memcpy(data.data(), &v, 4);
 }
@@ -106,11 +109,7 @@ void MmioTransport::write(uint64_t offset, std::span<const uint8_t> data) {
     device_->write_config(offset - offset_of(MmioReg::kConfig), data);
     return;
   }
-  if (data.size() != 4 || offset % 4 != 0) {
-    note_guest_error(errors_.bad_register_access, "%zu-byte write at 0x%llx ignored", data.size(),
-                     static_cast<unsigned long long>(offset));
-    return;
-  }
+  if (!register_access_ok(offset, data.size(), "write")) return;
   uint32_t v;
   std::memcpy(&v, data.data(), 4);
   write_register(static_cast<MmioReg>(offset), v);

@@ -119,6 +119,9 @@ class MmioTransport : public BusDevice, private DeviceSignals {
   Status watch_queues();
   void note_guest_error(std::atomic<uint64_t>& counter, const char* fmt, ...)
       __attribute__((format(printf, 3, 4)));
+  // Registers are 32 bits wide and aligned (virtio 1.2 §4.2.2.2): any other access is counted
+  // and ignored (false). `kind` is "read" or "write".
+  bool register_access_ok(uint64_t offset, size_t size, const char* kind);
 
   std::shared_ptr<VirtioDevice> device_;
   const GuestMemory* mem_;

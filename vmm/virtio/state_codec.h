@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "common/base/result.h"
 #include "common/codec/byte_codec.h"
@@ -20,6 +22,21 @@ inline Status expect_version(ByteReader& r, uint32_t version, const char* device
                                        std::to_string(v) + ", this build reads " +
                                        std::to_string(version)));
   return {};
+}
+
+// The part of a device whose whole state is in its queues (net, rng, vsock): the version alone.
+inline std::vector<uint8_t> version_only_part(uint32_t version) {
+  ByteWriter w;
+  w.u32(version);
+  return w.take();
+}
+
+// Reads such a part back: the version, then nothing ("DEVICE state" names what ran over).
+inline Status expect_version_only(std::span<const uint8_t> part, uint32_t version,
+                                  const char* device) {
+  ByteReader r(part);
+  TRY_STATUS(expect_version(r, version, device));
+  return r.expect_end((std::string(device) + " state").c_str());
 }
 
 }  // namespace carapace::virtio

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "common/base/result.h"
@@ -130,5 +131,12 @@ class VirtioDevice {
 // Out-of-range parts are left as they are (zero for reads), never an error (docs/security.md #9).
 void read_config_bytes(std::span<const uint8_t> config, uint64_t offset, std::span<uint8_t> data);
 void write_config_bytes(std::span<uint8_t> config, uint64_t offset, std::span<const uint8_t> data);
+// The same over a plain configuration struct laid out as the spec gives it (virtio_blk_config,
+// virtio_net_config, le64 guest_cid, ...).
+template <typename Config>
+void read_config_struct(const Config& config, uint64_t offset, std::span<uint8_t> data) {
+  static_assert(std::is_trivially_copyable_v<Config>);
+  read_config_bytes({reinterpret_cast<const uint8_t*>(&config), sizeof config}, offset, data);
+}
 
 }  // namespace carapace::virtio

@@ -3,12 +3,12 @@
 #include "vmm/devices/block/virtio_block.h"
 
 #include <sys/epoll.h>
-#include <sys/timerfd.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "common/base/log.h"
+#include "vmm/event/timer_fd.h"
 
 namespace carapace {
 
@@ -34,9 +34,7 @@ Result<std::shared_ptr<VirtioBlock>> VirtioBlock::create(std::unique_ptr<DiskIma
                                                          const RateLimiter::Config& limit,
                                                          BlockBackend backend) {
   if (!image) return make_error("virtio-blk: no disk image");
-  int fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-  if (fd < 0) return sys_error("virtio-blk: timerfd_create");
-  UniqueFd timer(fd);
+  UniqueFd timer = TRY(create_timer_fd("virtio-blk"));
   std::unique_ptr<block::UringEngine> engine;
   // Overlays have no direct fd: their copy-on-write logic runs synchronously.
   if (backend != BlockBackend::kSync && image->direct_fd() >= 0) {
@@ -56,7 +54,11 @@ Result<std::shared_ptr<VirtioBlock>> VirtioBlock::create(std::unique_ptr<DiskIma
 VirtioBlock::VirtioBlock(std::unique_ptr<DiskImage> image, const std::string& serial,
                          const RateLimiter::Config& limit, UniqueFd timer,
                          std::unique_ptr<block::UringEngine> engine)
-    : features_(block_features(*image)),
+    : DeviceBase({.type = virtio::DeviceType::kBlock,
+                  .name = "virtio-blk",
+                  .queue_max_sizes = kQueueMaxSizes,
+                  .features = block_features(*image),
+                  .state_version = kStateVersion}),
       limit_config_(limit),
       image_(std::move(image)),
       ops_bucket_(limit.ops, limit.refill_ns, RateLimiter::now_ns()),
@@ -99,8 +101,7 @@ VirtioBlock::~VirtioBlock() {
 }
 
 void VirtioBlock::read_config(uint64_t offset, std::span<uint8_t> data) const {
-  virtio::read_config_bytes({reinterpret_cast<const uint8_t*>(&config_), sizeof config_}, offset,
-                            data);
+  virtio::read_config_struct(config_, offset, data);
 }
 
 Status VirtioBlock::activate(virtio::ActivationContext ctx) {
@@ -205,12 +206,8 @@ void VirtioBlock::on_timer() {
 }
 
 void VirtioBlock::arm_timer(uint64_t ns) {
-  // ns == 0 disarms (a zero it_value does).
-  itimerspec spec{};
-  spec.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
-  spec.it_value.tv_nsec = static_cast<long>(ns % 1000000000);
-  if (::timerfd_settime(timer_.get(), 0, &spec, nullptr) < 0)
-    LOG_WARN("virtio-blk: timerfd_settime failed");
+  // ns == 0 disarms.
+  if (!arm_timer_fd(timer_.get(), ns).ok()) LOG_WARN("virtio-blk: timerfd_settime failed");
 }
 
 bool VirtioBlock::admit_locked(uint64_t bytes) {

@@ -35,7 +35,7 @@
 #include "vmm/devices/block/disk_image.h"
 #include "vmm/devices/block/request.h"
 #include "vmm/devices/block/uring_engine.h"
-#include "vmm/virtio/virtio_device.h"
+#include "vmm/virtio/device_base.h"
 
 namespace carapace {
 
@@ -56,7 +56,7 @@ struct BlockCounters {
   uint64_t throttled = 0;  // times the rate limiter stopped the queue
 };
 
-class VirtioBlock : public virtio::VirtioDevice, public std::enable_shared_from_this<VirtioBlock> {
+class VirtioBlock : public virtio::DeviceBase, public std::enable_shared_from_this<VirtioBlock> {
  public:
   static constexpr uint16_t kQueueSize = 256;
   // DISCARD punches holes (cheap at any size); WRITE_ZEROES may fall back to writing zero bytes,
@@ -71,12 +71,7 @@ class VirtioBlock : public virtio::VirtioDevice, public std::enable_shared_from_
                                                      BlockBackend backend);
   ~VirtioBlock() override;
 
-  uint32_t device_type() const override { return uint32_t(virtio::DeviceType::kBlock); }
-  std::span<const uint16_t> queue_max_sizes() const override { return kQueueMaxSizes; }
-  uint64_t device_features() const override { return features_; }
   void read_config(uint64_t offset, std::span<uint8_t> data) const override;
-  // Nothing in our configuration space is writable (no CONFIG_WCE): writes are ignored.
-  void write_config(uint64_t, std::span<const uint8_t>) override {}
 
   Status activate(virtio::ActivationContext ctx) override;
   void reset() override;
@@ -146,7 +141,6 @@ class VirtioBlock : public virtio::VirtioDevice, public std::enable_shared_from_
   void on_timer();
   void arm_timer(uint64_t ns);
 
-  const uint64_t features_;
   const RateLimiter::Config limit_config_;
   std::unique_ptr<block::DiskImage> image_;
   block::DiskLimits limits_;
@@ -155,9 +149,7 @@ class VirtioBlock : public virtio::VirtioDevice, public std::enable_shared_from_
   AtomicCounters stats_;
   std::atomic<uint32_t> warnings_left_{8};
 
-  mutable std::mutex mu_;
-  std::optional<virtio::ActivationContext> ctx_;  // set while active
-  bool broken_ = false;                           // NEEDS_RESET reported
+  bool broken_ = false;  // NEEDS_RESET reported
   bool reap_on_submit_ = true;
   bool throttled_ = false;
   TokenBucket ops_bucket_, bytes_bucket_;

@@ -10,7 +10,7 @@ void I8042::read(uint64_t /*offset*/, std::span<uint8_t> data) {
 }
 
 void I8042::write(uint64_t offset, std::span<const uint8_t> data) {
-  if (offset == kCommandPort - kDataPort && !data.empty() && data[0] == kCmdResetCpu) on_reset_();
+  if (offset == kCommandPort - kDataPort && !data.empty() && data[0] == kCmdResetCpu) fire();
 }
 
 }  // namespace carapace

@@ -1,11 +1,11 @@
 #include "vmm/devices/net/net_device.h"
 
 #include <sys/epoll.h>
-#include <sys/timerfd.h>
 
 #include <cstring>
 
 #include "common/base/log.h"
+#include "vmm/event/timer_fd.h"
 
 namespace carapace::net {
 
@@ -24,14 +24,18 @@ Config make_config_space(const std::array<uint8_t, 6>& mac) {
 Result<std::shared_ptr<NetDevice>> NetDevice::create(const NetDeviceConfig& config,
                                                      std::unique_ptr<NetBackend> backend) {
   if (!backend) return make_error("virtio-net: no backend");
-  int fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-  if (fd < 0) return sys_error("virtio-net: timerfd_create");
-  return std::shared_ptr<NetDevice>(new NetDevice(config, std::move(backend), UniqueFd(fd)));
+  UniqueFd timer = TRY(create_timer_fd("virtio-net"));
+  return std::shared_ptr<NetDevice>(new NetDevice(config, std::move(backend), std::move(timer)));
 }
 
 NetDevice::NetDevice(const NetDeviceConfig& config, std::unique_ptr<NetBackend> backend,
                      UniqueFd timer)
-    : config_(make_config_space<ConfigSpace>(config.mac)),
+    : DeviceBase({.type = virtio::DeviceType::kNet,
+                  .name = "virtio-net",
+                  .queue_max_sizes = kQueueMaxSizes,
+                  .features = kFeatures,
+                  .state_version = 1}),
+      config_(make_config_space<ConfigSpace>(config.mac)),
       egress_policy_(config.egress_policy),
       allow_(config.allow),
       rx_limit_config_(config.rx_limit),
@@ -51,8 +55,7 @@ NetDevice::~NetDevice() {
 }
 
 void NetDevice::read_config(uint64_t offset, std::span<uint8_t> data) const {
-  virtio::read_config_bytes({reinterpret_cast<const uint8_t*>(&config_), sizeof config_}, offset,
-                            data);
+  virtio::read_config_struct(config_, offset, data);
 }
 
 std::array<uint8_t, 6> NetDevice::mac() const {
@@ -182,11 +185,8 @@ void NetDevice::schedule_timer_locked(uint64_t ns) {
   // One timer serves both directions: keep the earlier deadline; the handler re-arms for the
   // other one if it is still throttled.
   if (timer_deadline_ns_ != 0 && timer_deadline_ns_ <= deadline) return;
-  itimerspec spec{};
-  spec.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
-  spec.it_value.tv_nsec = static_cast<long>(ns % 1000000000);
-  if (::timerfd_settime(timer_.get(), 0, &spec, nullptr) < 0) {
-    warn_locked("timerfd_settime", sys_error("timerfd_settime"));
+  if (Status armed = arm_timer_fd(timer_.get(), ns); !armed.ok()) {
+    warn_locked("timerfd_settime", armed.error());
     return;
   }
   timer_deadline_ns_ = deadline;
@@ -196,8 +196,7 @@ void NetDevice::stop_events_locked() {
   set_backend_events_locked(0);
   if (timer_registered_ && loop_ != nullptr) (void)loop_->remove(timer_.get());
   timer_registered_ = false;
-  itimerspec off{};
-  (void)::timerfd_settime(timer_.get(), 0, &off, nullptr);
+  (void)arm_timer_fd(timer_.get(), 0);
   timer_deadline_ns_ = 0;
   loop_ = nullptr;
 }

@@ -34,11 +34,11 @@
 #include "vmm/devices/net/net_backend.h"
 #include "vmm/devices/net/net_config.h"
 #include "vmm/devices/net/net_counters.h"
-#include "vmm/virtio/virtio_device.h"
+#include "vmm/virtio/device_base.h"
 
 namespace carapace::net {
 
-class NetDevice : public virtio::VirtioDevice, public std::enable_shared_from_this<NetDevice> {
+class NetDevice : public virtio::DeviceBase, public std::enable_shared_from_this<NetDevice> {
  public:
   static constexpr uint16_t kRxQueue = 0, kTxQueue = 1;
   static constexpr uint16_t kQueueSize = 256;
@@ -52,25 +52,17 @@ class NetDevice : public virtio::VirtioDevice, public std::enable_shared_from_th
                                                    std::unique_ptr<NetBackend> backend);
   ~NetDevice() override;
 
-  uint32_t device_type() const override { return uint32_t(virtio::DeviceType::kNet); }
-  std::span<const uint16_t> queue_max_sizes() const override { return kQueueMaxSizes; }
-  uint64_t device_features() const override { return kFeatures; }
   void read_config(uint64_t offset, std::span<uint8_t> data) const override;
-  // virtio 1.2 §5.1.4.2: the driver must not write the MAC (that needs the control queue, not
-  // offered); writes are ignored.
-  void write_config(uint64_t, std::span<const uint8_t>) override {}
 
   Status activate(virtio::ActivationContext ctx) override;
   void reset() override;
   void queue_notify(uint16_t index) override;
 
-  // Snapshot (net_state.cpp): nothing but the queues. The MAC and the backend come from the
-  // restoring VM's configuration, so a clone has its own network identity; a frame
-  // held for the guest stays with the old backend (a network may drop a frame).
-  static constexpr uint32_t kStateVersion = 1;
-  Result<virtio::DeviceSnapshot> save() override;
-  Status restore(std::span<const uint8_t> device,
-                 std::optional<virtio::ActivationContext> ctx) override;
+  // Snapshot (DeviceBase, state version 1): nothing but the queues. RX gives an empty ring back
+  // (undo_pop) and TX completes each chain as it goes, so nothing is in flight at a save. The
+  // MAC and the backend come from the restoring VM's configuration, so a clone has its own
+  // network identity; a frame held for the guest stays with the old backend (a network may drop
+  // a frame).
 
   const NetCounters& counters() const { return counters_; }
   std::array<uint8_t, 6> mac() const;
@@ -126,10 +118,8 @@ class NetDevice : public virtio::VirtioDevice, public std::enable_shared_from_th
   const std::unique_ptr<NetBackend> backend_;
   NetCounters counters_;
 
-  mutable std::mutex mu_;
-  std::optional<virtio::ActivationContext> ctx_;  // set while active
-  EventLoop* loop_ = nullptr;                     // ctx_->loop while active
-  UniqueFd timer_;                                // timerfd: rate-limit and budget resumes
+  EventLoop* loop_ = nullptr;  // ctx_->loop while active
+  UniqueFd timer_;             // timerfd: rate-limit and budget resumes
   bool timer_registered_ = false;
   uint64_t timer_deadline_ns_ = 0;  // 0: not armed
   uint32_t backend_events_ = 0;     // what the backend fd is registered for (EPOLLIN/EPOLLOUT)

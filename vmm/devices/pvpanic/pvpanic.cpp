@@ -13,7 +13,7 @@ void PvPanic::write(uint64_t offset, std::span<const uint8_t> data) {
   // Only the first byte of the one-byte register means anything; a wider write is taken by its
   // low byte, as on the ISA bus.
   if (offset != 0 || data.empty()) return;
-  if (data[0] & kPanicked) on_panic_();
+  if (data[0] & kPanicked) fire();
 }
 
 }  // namespace carapace

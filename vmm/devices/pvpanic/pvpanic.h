@@ -9,24 +9,21 @@
 #include <functional>
 #include <span>
 
-#include "vmm/bus/bus.h"
+#include "vmm/bus/callback_device.h"
 
 namespace carapace {
 
-class PvPanic : public BusDevice {
+class PvPanic : public CallbackDevice {
  public:
   static constexpr uint64_t kPort = 0x505;
   static constexpr uint8_t kPanicked = 1 << 0;
   static constexpr uint8_t kCrashLoaded = 1 << 1;
 
   // `on_panic` runs on the vCPU thread that wrote the port.
-  explicit PvPanic(std::function<void()> on_panic) : on_panic_(std::move(on_panic)) {}
+  explicit PvPanic(std::function<void()> on_panic) : CallbackDevice(std::move(on_panic)) {}
 
   void read(uint64_t offset, std::span<uint8_t> data) override;
   void write(uint64_t offset, std::span<const uint8_t> data) override;
-
- private:
-  std::function<void()> on_panic_;
 };
 
 }  // namespace carapace

@@ -2,22 +2,20 @@
 
 #include <sys/epoll.h>
 #include <sys/random.h>
-#include <sys/timerfd.h>
 
 #include <algorithm>
 #include <array>
 
 #include "common/base/log.h"
-#include "vmm/virtio/state_codec.h"
+#include "vmm/event/timer_fd.h"
 
 namespace carapace {
 
 using virtio::ActivationContext;
 
 Result<std::shared_ptr<VirtioRng>> VirtioRng::create(const RateLimiter::Config& limit) {
-  int fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-  if (fd < 0) return sys_error("virtio-rng: timerfd_create");
-  return std::shared_ptr<VirtioRng>(new VirtioRng(limit, UniqueFd(fd)));
+  UniqueFd timer = TRY(create_timer_fd("virtio-rng"));
+  return std::shared_ptr<VirtioRng>(new VirtioRng(limit, std::move(timer)));
 }
 
 Status VirtioRng::activate(ActivationContext ctx) {
@@ -43,21 +41,6 @@ void VirtioRng::reset() {
   throttled_ = broken_ = false;
 }
 
-Result<virtio::DeviceSnapshot> VirtioRng::save() {
-  std::lock_guard<std::mutex> lock(mu_);
-  ByteWriter w;
-  w.u32(kStateVersion);
-  return virtio::DeviceSnapshot{virtio::queue_states(ctx_), w.take()};
-}
-
-Status VirtioRng::restore(std::span<const uint8_t> device, std::optional<ActivationContext> ctx) {
-  ByteReader r(device);
-  TRY_STATUS(virtio::expect_version(r, kStateVersion, "virtio-rng"));
-  TRY_STATUS(r.expect_end("virtio-rng state"));
-  if (ctx) return activate(std::move(*ctx));
-  return {};
-}
-
 void VirtioRng::queue_notify(uint16_t index) {
   std::lock_guard<std::mutex> lock(mu_);
   if (index != 0) return;
@@ -74,12 +57,8 @@ void VirtioRng::on_timer() {
 }
 
 void VirtioRng::arm_timer(uint64_t ns) {
-  // ns == 0 disarms (a zero it_value does).
-  itimerspec spec{};
-  spec.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
-  spec.it_value.tv_nsec = static_cast<long>(ns % 1000000000);
-  if (::timerfd_settime(timer_.get(), 0, &spec, nullptr) < 0)
-    LOG_WARN("virtio-rng: timerfd_settime failed");
+  // ns == 0 disarms.
+  if (!arm_timer_fd(timer_.get(), ns).ok()) LOG_WARN("virtio-rng: timerfd_settime failed");
 }
 
 void VirtioRng::process_locked() {

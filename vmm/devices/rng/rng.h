@@ -12,11 +12,11 @@
 
 #include "common/base/token_bucket.h"
 #include "common/base/unique_fd.h"
-#include "vmm/virtio/virtio_device.h"
+#include "vmm/virtio/device_base.h"
 
 namespace carapace {
 
-class VirtioRng : public virtio::VirtioDevice {
+class VirtioRng : public virtio::DeviceBase {
  public:
   static constexpr uint16_t kQueueSize = 256;
   // At most this many bytes per request: one getrandom-sized bite keeps the loop responsive.
@@ -24,21 +24,14 @@ class VirtioRng : public virtio::VirtioDevice {
 
   static Result<std::shared_ptr<VirtioRng>> create(const RateLimiter::Config& limit = {});
 
-  uint32_t device_type() const override { return uint32_t(virtio::DeviceType::kRng); }
-  std::span<const uint16_t> queue_max_sizes() const override { return kQueueMaxSizes; }
-  uint64_t device_features() const override { return 0; }  // virtio 1.2 §5.4.3: none
-  // virtio 1.2 §5.4.4: no configuration space; reads stay zero, writes are ignored.
+  // virtio 1.2 §5.4.4: no configuration space; reads stay zero.
   void read_config(uint64_t, std::span<uint8_t>) const override {}
-  void write_config(uint64_t, std::span<const uint8_t>) override {}
 
   Status activate(virtio::ActivationContext ctx) override;
   void reset() override;
   void queue_notify(uint16_t index) override;
-  // Snapshot: no device state beyond the queues; the rate limiter starts afresh on restore.
-  static constexpr uint32_t kStateVersion = 1;
-  Result<virtio::DeviceSnapshot> save() override;
-  Status restore(std::span<const uint8_t> device,
-                 std::optional<virtio::ActivationContext> ctx) override;
+  // Snapshot (DeviceBase, state version 1): no device state beyond the queues; the rate limiter
+  // starts afresh on restore.
 
   uint64_t bytes_served() const;
   bool throttled() const;
@@ -47,15 +40,20 @@ class VirtioRng : public virtio::VirtioDevice {
   static constexpr uint16_t kQueueMaxSizes[] = {kQueueSize};
 
   VirtioRng(const RateLimiter::Config& limit, UniqueFd timer)
-      : limit_config_(limit), limiter_(limit, RateLimiter::now_ns()), timer_(std::move(timer)) {}
+      : DeviceBase({.type = virtio::DeviceType::kRng,
+                    .name = "virtio-rng",
+                    .queue_max_sizes = kQueueMaxSizes,
+                    .features = 0,  // virtio 1.2 §5.4.3: none
+                    .state_version = 1}),
+        limit_config_(limit),
+        limiter_(limit, RateLimiter::now_ns()),
+        timer_(std::move(timer)) {}
 
   void process_locked();
   void on_timer();
   void arm_timer(uint64_t ns);
 
   const RateLimiter::Config limit_config_;
-  mutable std::mutex mu_;
-  std::optional<virtio::ActivationContext> ctx_;  // set while active
   RateLimiter limiter_;
   UniqueFd timer_;  // timerfd: resumes throttled work
   bool timer_registered_ = false;

@@ -14,6 +14,22 @@ namespace {
 // Enough iovecs for one 64 KiB packet in page-sized pieces; a chain cut finer is sent in turns.
 constexpr size_t kMaxIov = 32;
 
+// Up to kMaxIov slices of the next `max` bytes of a ChainReader or ChainWriter, taken from a copy
+// so `stream` itself does not move; *bytes says how many they hold.
+template <typename ChainStream>
+size_t gather_slices(ChainStream stream, size_t max, std::array<iovec, kMaxIov>& iov,
+                     size_t* bytes) {
+  size_t count = 0;
+  *bytes = 0;
+  while (count < iov.size() && *bytes < max) {
+    auto slice = stream.next_slice(max - *bytes);
+    if (!slice.ok() || slice->empty()) break;
+    iov[count++] = {slice->data(), slice->size()};
+    *bytes += slice->size();
+  }
+  return count;
+}
+
 bool would_block(int err) {
   return err == EAGAIN || err == EWOULDBLOCK;
 }
@@ -96,16 +112,10 @@ Io forward_to_host(Connection& c, virtio::ChainReader& payload, size_t n) {
   // Straight from guest memory to the socket while nothing is queued ahead of these bytes.
   while (left > 0 && c.fd.valid() && c.host_writable && c.prefix.empty() && c.out.empty()) {
     std::array<iovec, kMaxIov> iov;
-    size_t count = 0, batch = 0;
-    // Slices are consumed from the reader as they are taken; what the socket does not accept
-    // is copied from a second reader positioned at the first unsent byte.
-    virtio::ChainReader probe = payload;
-    while (count < iov.size() && batch < left) {
-      auto slice = probe.next_slice(left - batch);
-      if (!slice.ok() || slice->empty()) break;
-      iov[count++] = {slice->data(), slice->size()};
-      batch += slice->size();
-    }
+    size_t batch = 0;
+    // Slices are consumed from a copy of the reader; what the socket does not accept is copied
+    // from `payload`, skipped to the first unsent byte.
+    const size_t count = gather_slices(payload, left, iov, &batch);
     if (count == 0) break;
     const ssize_t sent = send_some(c.fd.get(), iov.data(), count);
     if (sent < 0) {
@@ -128,14 +138,8 @@ Io read_from_host(Connection& c, virtio::ChainWriter& payload, size_t max, size_
   *eof = false;
   if (!c.fd.valid()) return Io::kClosed;
   std::array<iovec, kMaxIov> iov;
-  size_t count = 0, total = 0;
-  virtio::ChainWriter probe = payload;
-  while (count < iov.size() && total < max) {
-    auto slice = probe.next_slice(max - total);
-    if (!slice.ok() || slice->empty()) break;
-    iov[count++] = {slice->data(), slice->size()};
-    total += slice->size();
-  }
+  size_t total = 0;
+  const size_t count = gather_slices(payload, max, iov, &total);
   if (count == 0) return Io::kBlocked;
   ssize_t r;
   do {

@@ -99,7 +99,12 @@ Result<std::shared_ptr<VirtioVsock>> VirtioVsock::create(uint64_t guest_cid,
 
 VirtioVsock::VirtioVsock(uint64_t guest_cid, std::string uds_path, EventLoop& loop,
                          const vsock::VsockOptions& options, UniqueFd listener, UniqueFd timer)
-    : guest_cid_(guest_cid),
+    : DeviceBase({.type = virtio::DeviceType::kVsock,
+                  .name = "virtio-vsock",
+                  .queue_max_sizes = kQueueMaxSizes,
+                  .features = vsock::kFeatureStream,
+                  .state_version = 1}),
+      guest_cid_(guest_cid),
       uds_path_(std::move(uds_path)),
       loop_(loop),
       opts_(options),
@@ -120,7 +125,7 @@ VirtioVsock::~VirtioVsock() {
 
 void VirtioVsock::read_config(uint64_t offset, std::span<uint8_t> data) const {
   const uint64_t cid = guest_cid_;  // little-endian host (vsock_packet.h)
-  virtio::read_config_bytes({reinterpret_cast<const uint8_t*>(&cid), sizeof cid}, offset, data);
+  virtio::read_config_struct(cid, offset, data);
 }
 
 Status VirtioVsock::activate(virtio::ActivationContext ctx) {

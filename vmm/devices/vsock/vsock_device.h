@@ -33,11 +33,11 @@
 #include "vmm/devices/vsock/vsock_options.h"
 #include "vmm/devices/vsock/vsock_packet.h"
 #include "vmm/event/event_loop.h"
-#include "vmm/virtio/virtio_device.h"
+#include "vmm/virtio/device_base.h"
 
 namespace carapace {
 
-class VirtioVsock : public virtio::VirtioDevice, public std::enable_shared_from_this<VirtioVsock> {
+class VirtioVsock : public virtio::DeviceBase, public std::enable_shared_from_this<VirtioVsock> {
  public:
   static constexpr uint16_t kRxQueue = 0, kTxQueue = 1, kEventQueue = 2;
   static constexpr uint16_t kQueueSize = 256;
@@ -52,26 +52,20 @@ class VirtioVsock : public virtio::VirtioDevice, public std::enable_shared_from_
                                                      const vsock::VsockOptions& options = {});
   ~VirtioVsock() override;
 
-  uint32_t device_type() const override { return uint32_t(virtio::DeviceType::kVsock); }
-  std::span<const uint16_t> queue_max_sizes() const override { return kQueueMaxSizes; }
-  uint64_t device_features() const override { return vsock::kFeatureStream; }
   // virtio 1.2 §5.10.4: le64 guest_cid, read-only.
   void read_config(uint64_t offset, std::span<uint8_t> data) const override;
-  void write_config(uint64_t, std::span<const uint8_t>) override {}
 
   Status activate(virtio::ActivationContext ctx) override;
   // Closes every host connection; the listener stays.
   void reset() override;
   void queue_notify(uint16_t index) override;
 
-  // Snapshot (vsock_state.cpp): nothing but the queues. Host connections do not survive a
-  // snapshot and the guest CID comes from the restoring VM's configuration; a restored running
-  // device therefore sends a transport reset (below), so the guest drops its connections and
-  // reads the new CID (virtio 1.2 §5.10.6.6).
-  static constexpr uint32_t kStateVersion = 1;
-  Result<virtio::DeviceSnapshot> save() override;
-  Status restore(std::span<const uint8_t> device,
-                 std::optional<virtio::ActivationContext> ctx) override;
+  // Snapshot (DeviceBase, state version 1; resume() in vsock_state.cpp): nothing but the
+  // queues, each served to completion under the lock (rx hands an unused buffer back), so
+  // nothing is in flight at a save. Host connections do not survive a snapshot and the guest CID
+  // comes from the restoring VM's configuration; a restored running device therefore sends a
+  // transport reset (below), so the guest drops its connections and reads the new CID (virtio
+  // 1.2 §5.10.6.6).
 
   // virtio 1.2 §5.10.6.7: posts VIRTIO_VSOCK_EVENT_TRANSPORT_RESET (now, or when the driver next
   // gives an event buffer) so the guest drops all its connections, and closes every host
@@ -100,6 +94,9 @@ class VirtioVsock : public virtio::VirtioDevice, public std::enable_shared_from_
   static uint64_t now_ns();
 
  private:
+  // vsock_state.cpp: a restored running device resets the guest's transport.
+  Status resume(virtio::ActivationContext ctx) override;
+
   using Connection = vsock::Connection;
   using Header = vsock::Header;
   static constexpr uint16_t kQueueMaxSizes[] = {kQueueSize, kQueueSize, kQueueSize};
@@ -172,9 +169,7 @@ class VirtioVsock : public virtio::VirtioDevice, public std::enable_shared_from_
   ino_t listener_ino_ = 0;
   bool listener_watched_ = false, timer_watched_ = false;
 
-  mutable std::mutex mu_;
-  std::optional<virtio::ActivationContext> ctx_;  // set while active
-  bool broken_ = false;                           // NEEDS_RESET reported
+  bool broken_ = false;         // NEEDS_RESET reported
   bool tx_stalled_ = false;     // tx stopped: pending_rst_ full, waiting for rx buffers
   bool event_pending_ = false;  // a transport reset waits for an event buffer
   // A posted transport reset the driver has not yet taken. Linux handles the event queue and the

@@ -1,28 +1,13 @@
 // VirtioVsock snapshots: the queues only; a restored device resets the guest's transport (see
 // vsock_device.h).
 #include "vmm/devices/vsock/vsock_device.h"
-#include "vmm/virtio/state_codec.h"
 
 namespace carapace {
 
-Result<virtio::DeviceSnapshot> VirtioVsock::save() {
+Status VirtioVsock::resume(virtio::ActivationContext ctx) {
   std::lock_guard<std::mutex> lock(mu_);
-  ByteWriter w;
-  w.u32(kStateVersion);
-  // Every queue is served to completion under the lock (rx hands an unused buffer back): nothing
-  // is in flight here; the transport checks it.
-  return virtio::DeviceSnapshot{virtio::queue_states(ctx_), w.take()};
-}
-
-Status VirtioVsock::restore(std::span<const uint8_t> device,
-                            std::optional<virtio::ActivationContext> ctx) {
-  ByteReader r(device);
-  TRY_STATUS(virtio::expect_version(r, kStateVersion, "virtio-vsock"));
-  TRY_STATUS(r.expect_end("virtio-vsock state"));
-  if (!ctx) return {};  // no driver running: it has no connections to drop
-  std::lock_guard<std::mutex> lock(mu_);
-  if (ctx->queues.size() != 3) return make_error("virtio-vsock: expects three queues");
-  ctx_ = std::move(*ctx);
+  if (ctx.queues.size() != 3) return make_error("virtio-vsock: expects three queues");
+  ctx_ = std::move(ctx);
   broken_ = tx_stalled_ = false;
   // This device has no connections of the guest's to close (host sockets stayed with the old
   // VM). The reset is posted now if the driver left a buffer on the event queue, else when it
