@@ -16,18 +16,12 @@
 #include "common/base/unique_fd.h"
 #include "snapshot/memory_image.h"
 #include "tests/integration/testguest_harness.h"
+#include "tests/integration/text_file.h"
 #include "tests/integration/unix_sockets.h"
 #include "vmm/machine/machine.h"
 
 namespace carapace::testing {
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 MachineConfig vsock_config(const std::string& dir, const std::string& name, uint32_t cid = 3) {
   MachineConfig c;
@@ -51,7 +45,7 @@ GuestMemory map_private(const MemoryImage& image) {
 
 bool wait_for_console(const std::string& path, const std::string& text, int seconds) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (read_file(path).find(text) == std::string::npos) {
+  while (read_text_file(path).find(text) == std::string::npos) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
@@ -69,7 +63,7 @@ void capture_listening_guest(const std::string& dir, Captured* out) {
   ASSERT_TRUE(parent.ok()) << parent.error().describe();
   (*parent)->start();
   ASSERT_TRUE(wait_for_console(dir + "parent.console", "vsock listening on port 1234", 30))
-      << read_file(dir + "parent.console");
+      << read_text_file(dir + "parent.console");
   ASSERT_TRUE((*parent)->pause().ok());
   auto state = (*parent)->capture_state();
   ASSERT_TRUE(state.ok()) << state.error().describe();
@@ -108,14 +102,14 @@ TEST(MachineVirtioSnapshotKvm, RestoredVsockGuestAcceptsAndEchoes) {
     ASSERT_TRUE(fd.valid()) << strerror(errno);
     ASSERT_EQ(write(fd.get(), "CONNECT 1234\n", 13), 13);
     const std::string ok = read_line(fd.get(), 20000);
-    ASSERT_EQ(ok.rfind("OK ", 0), 0u) << ok << read_file(dir + name + ".console");
+    ASSERT_EQ(ok.rfind("OK ", 0), 0u) << ok << read_text_file(dir + name + ".console");
     const std::string data = "echo through restored queues, clone " + std::to_string(i) + "\n";
     ASSERT_EQ(write(fd.get(), data.data(), data.size()), static_cast<ssize_t>(data.size()));
     shutdown(fd.get(), SHUT_WR);
     EXPECT_EQ(read_some(fd.get(), data.size() + 1, 20000), data);
     fd.reset();
     EXPECT_EQ((*clone)->wait(), VmOutcome::kGuestReset) << (*clone)->outcome_detail();
-    const std::string console = read_file(dir + name + ".console");
+    const std::string console = read_text_file(dir + name + ".console");
     EXPECT_NE(console.find("TESTGUEST PASS vsock"), std::string::npos) << console;
     // Restored, not booted: the clone never printed its start line.
     EXPECT_EQ(console.find("TESTGUEST START"), std::string::npos) << console;

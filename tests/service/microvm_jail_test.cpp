@@ -39,9 +39,9 @@ std::string trim(std::string s) {
 std::string cgroup_value(const std::string& id, const char* v1_controller, const char* v1_file,
                          const char* v2_file) {
   const std::string v1 = std::string("/sys/fs/cgroup/") + v1_controller + "/carapace/" + id;
-  if (exists(v1 + "/" + v1_file)) return trim(read_text(v1 + "/" + v1_file));
+  if (exists(v1 + "/" + v1_file)) return trim(read_text_file(v1 + "/" + v1_file));
   for (const char* v2 : {"/sys/fs/cgroup/unified/carapace/", "/sys/fs/cgroup/carapace/"})
-    if (exists(v2 + id + "/" + v2_file)) return trim(read_text(v2 + id + "/" + v2_file));
+    if (exists(v2 + id + "/" + v2_file)) return trim(read_text_file(v2 + id + "/" + v2_file));
   return "(none)";
 }
 
