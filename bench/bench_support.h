@@ -1,5 +1,5 @@
-// What the bench programs share: where the built programs lie next to them, a median, the
-// milliseconds since a point in time, and a whole file read (a console the guest writes to).
+// What the bench programs share: where the built programs lie next to them, the value of a
+// command-line flag, a median and the milliseconds since a point in time.
 #pragma once
 
 #include <limits.h>
@@ -7,8 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
-#include <sstream>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,16 @@ inline std::string build_path(const char* argv0, const char* rel) {
   auto slash = self.rfind('/');
   std::string dir = slash == std::string::npos ? "." : self.substr(0, slash);
   return dir + "/../" + rel;
+}
+
+// The value of the flag at argv[*i], advancing *i past it; a flag without one ends the bench with
+// a line on stderr and status 2.
+inline std::string flag_value(const char* bench, int argc, char** argv, int* i) {
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "%s: %s needs a value\n", bench, argv[*i]);
+    exit(2);
+  }
+  return argv[++*i];
 }
 
 // `p` made absolute (for programs that change folder or hand paths to a jail); `p` itself when
@@ -40,14 +49,6 @@ inline double median(std::vector<double> v) {
 
 inline double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-// The file's text so far; "" when it does not exist yet.
-inline std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 }  // namespace carapace::bench

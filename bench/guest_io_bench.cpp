@@ -33,10 +33,7 @@
 
 namespace {
 
-using carapace::bench::build_path;
-using carapace::bench::Clock;
-using carapace::bench::median;
-using carapace::bench::ms_since;
+using namespace carapace::bench;
 using carapace::testing::ProcessResult;
 using carapace::testing::read_line;
 using carapace::testing::RunningProcess;
@@ -282,13 +279,7 @@ int main(int argc, char** argv) {
   o.guest = build_path(argv[0], "guest/testguest");
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "guest_io_bench: %s needs a value\n", a.c_str());
-        exit(2);
-      }
-      return argv[++i];
-    };
+    auto next = [&] { return flag_value("guest_io_bench", argc, argv, &i); };
     if (a == "--runs")
       o.runs = std::max(1, atoi(next().c_str()));
     else if (a == "--ms")

@@ -34,6 +34,7 @@
 #include "common/base/log.h"
 #include "snapshot/machine_snapshot.h"
 #include "snapshot/memory_image.h"
+#include "tests/integration/text_file.h"
 #include "vmm/machine/machine.h"
 #include "vmm/pool/clone_source.h"
 #include "vmm/pool/vm_pool.h"
@@ -135,8 +136,9 @@ Result<Source> make_source(const std::string& guest, unsigned mem_mib, const std
   s.parent = TRY(Machine::build(idle_config(guest, mem_mib, {ConsoleKind::kFile, console, false})));
   s.parent->start();
   const auto end = Clock::now() + std::chrono::seconds(60);
-  while (slurp(console).find("idle ready") == std::string::npos) {
-    if (Clock::now() > end) return make_error("the idle guest never got ready: " + slurp(console));
+  while (testing::read_text_file(console).find("idle ready") == std::string::npos) {
+    if (Clock::now() > end)
+      return make_error("the idle guest never got ready: " + testing::read_text_file(console));
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   s.in_memory = TRY(capture_clone_source(*s.parent));

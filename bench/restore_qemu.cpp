@@ -13,6 +13,7 @@
 
 #include "bench/bench_support.h"
 #include "tests/integration/qemu_microvm.h"
+#include "tests/integration/text_file.h"
 
 extern char** environ;
 
@@ -112,7 +113,7 @@ QemuRestoreResult qemu_restore(const std::string& qemu, const std::string& guest
   pid_t pid = spawn(base);
   if (pid < 0) return {"cannot start " + qemu, {}, 0};
   const auto boot_end = Clock::now() + std::chrono::seconds(60);
-  while (slurp(console).find(ready) == std::string::npos) {
+  while (testing::read_text_file(console).find(ready) == std::string::npos) {
     if (Clock::now() > boot_end) {
       finish(pid);
       return {"QEMU's guest never printed \"" + ready + "\"", {}, 0};

@@ -23,10 +23,7 @@
 
 namespace {
 
-using carapace::bench::build_path;
-using carapace::bench::Clock;
-using carapace::bench::median;
-using carapace::bench::ms_since;
+using namespace carapace::bench;
 
 struct Sample {
   double first_byte_ms = 0;
@@ -109,13 +106,7 @@ int main(int argc, char** argv) {
   std::string qemu = "/usr/bin/qemu-system-x86_64";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "startup: %s needs a value\n", a.c_str());
-        exit(2);
-      }
-      return argv[++i];
-    };
+    auto next = [&] { return flag_value("startup", argc, argv, &i); };
     if (a == "--runs")
       runs = std::max(1, atoi(next().c_str()));
     else if (a == "--carapace")
