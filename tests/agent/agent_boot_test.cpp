@@ -48,8 +48,8 @@ TEST(AgentBootTest, BootsAsPid1RunsTheSelftestAndResets) {
   for (const char* tool :
        {"sh", "cat", "grep", "awk", "touch", "test", "sleep", "hostname", "echo"})
     fs::create_symlink("busybox", root / "bin" / tool);
-  write_file(root / "etc/carapace/token", "feedbeef\n");
-  write_file(root / "usr/lib/carapace/selftest/probe", kProbe);
+  write_text_file(root / "etc/carapace/token", "feedbeef\n");
+  write_text_file(root / "usr/lib/carapace/selftest/probe", kProbe);
   fs::permissions(root / "usr/lib/carapace/selftest/probe", fs::perms(0755));
   const std::string image = dir / "root.ext4";
   auto mk = run_process({"/usr/sbin/mke2fs", "-q", "-t", "ext4", "-d", root, image, "64M"});
