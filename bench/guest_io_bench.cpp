@@ -16,7 +16,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,13 +27,18 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "tests/integration/process_runner.h"
+#include "tests/integration/unix_sockets.h"
 
 namespace {
 
+using namespace carapace::bench;
 using carapace::testing::ProcessResult;
+using carapace::testing::read_line;
 using carapace::testing::RunningProcess;
-using Clock = std::chrono::steady_clock;
+using carapace::testing::SocketEnd;
+using carapace::testing::unix_socket;
 
 struct Options {
   int runs = 3;
@@ -47,13 +51,6 @@ struct Options {
 
 std::string extra_words(const Options& o) {
   return o.event_idx ? "" : " testguest.bench.no-event-idx";
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -154,18 +151,6 @@ int bench_block(const Options& o, const std::string& dir) {
   return failures ? 1 : 0;
 }
 
-int connect_uds(const std::string& path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 bool read_exact(int fd, char* buf, size_t n, int timeout_ms = 10000) {
   size_t got = 0;
   while (got < n) {
@@ -178,28 +163,16 @@ bool read_exact(int fd, char* buf, size_t n, int timeout_ms = 10000) {
   return true;
 }
 
-std::string read_line(int fd) {
-  std::string line;
-  char c;
-  while (line.empty() || line.back() != '\n') {
-    if (!read_exact(fd, &c, 1)) break;
-    line += c;
-  }
-  return line;
-}
-
-// CONNECT <port>; returns the fd and the handshake time, or -1.
-int vsock_connect(const std::string& uds, int port, double* ms) {
+// CONNECT <port>; returns the connection and the handshake time, or an invalid fd.
+carapace::UniqueFd vsock_connect(const std::string& uds, int port, double* ms) {
   auto t0 = Clock::now();
-  int fd = connect_uds(uds);
-  if (fd < 0) return -1;
+  carapace::UniqueFd fd = unix_socket(SOCK_STREAM, uds, SocketEnd::kConnect);
+  if (!fd.valid()) return fd;
   std::string req = "CONNECT " + std::to_string(port) + "\n";
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size()) ||
-      read_line(fd).rfind("OK ", 0) != 0) {
-    close(fd);
-    return -1;
-  }
-  if (ms) *ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (write(fd.get(), req.data(), req.size()) != static_cast<ssize_t>(req.size()) ||
+      read_line(fd.get(), 10000).rfind("OK ", 0) != 0)
+    return carapace::UniqueFd();
+  if (ms) *ms = ms_since(t0);
   return fd;
 }
 
@@ -216,11 +189,20 @@ int bench_vsock(const Options& o, const std::string& dir) {
   }
   int failures = 0;
   std::vector<double> connect_ms, rtt_us;
-  // Echo round trips: 64 bytes out, 64 back, one at a time.
-  double ms;
-  int fd = vsock_connect(uds, 5000, &ms);
-  if (fd >= 0) {
+  // One phase on its own connection to guest `port`: its CONNECT time counts, a refused one is a
+  // failure.
+  auto on_port = [&](int port, auto phase) {
+    double ms;
+    carapace::UniqueFd fd = vsock_connect(uds, port, &ms);
+    if (!fd.valid()) {
+      ++failures;
+      return;
+    }
     connect_ms.push_back(ms);
+    phase(fd.get());
+  };
+  // Echo round trips: 64 bytes out, 64 back, one at a time.
+  on_port(5000, [&](int fd) {
     char msg[64], back[64];
     memset(msg, 'r', sizeof msg);
     for (int i = 0; i < o.rtts; ++i) {
@@ -231,15 +213,10 @@ int bench_vsock(const Options& o, const std::string& dir) {
       }
       rtt_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
     }
-    close(fd);
-  } else {
-    ++failures;
-  }
+  });
   // Host -> guest: stream `bytes`, shut down, wait for "done N".
   double h2g_mbps = 0;
-  fd = vsock_connect(uds, 5001, &ms);
-  if (fd >= 0) {
-    connect_ms.push_back(ms);
+  on_port(5001, [&](int fd) {
     std::vector<char> chunk(256 * 1024, 'h');
     auto t0 = Clock::now();
     size_t sent = 0;
@@ -249,22 +226,17 @@ int bench_vsock(const Options& o, const std::string& dir) {
       sent += static_cast<size_t>(w);
     }
     shutdown(fd, SHUT_WR);
-    std::string done = read_line(fd);
+    std::string done = read_line(fd, 10000);
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
     if (done != "done " + std::to_string(bytes) + "\n") {
       fprintf(stderr, "guest_io_bench: sink answered '%s'\n", done.c_str());
       ++failures;
     }
     h2g_mbps = bytes / s / 1e6;
-    close(fd);
-  } else {
-    ++failures;
-  }
+  });
   // Guest -> host: read until EOF.
   double g2h_mbps = 0;
-  fd = vsock_connect(uds, 5002, &ms);
-  if (fd >= 0) {
-    connect_ms.push_back(ms);
+  on_port(5002, [&](int fd) {
     std::vector<char> buf(256 * 1024);
     size_t got = 0;
     auto t0 = Clock::now();
@@ -281,12 +253,9 @@ int bench_vsock(const Options& o, const std::string& dir) {
       ++failures;
     }
     g2h_mbps = got / s / 1e6;
-    close(fd);
-  } else {
-    ++failures;
-  }
-  fd = vsock_connect(uds, 5999, nullptr);
-  if (fd >= 0) close(fd);
+  });
+  // The guest's last port ends the scenario.
+  vsock_connect(uds, 5999, nullptr);
   ProcessResult r = vm.finish(std::chrono::seconds(30));
   if (r.out.find("TESTGUEST PASS vsock-bench") == std::string::npos || r.exit_code != 0) {
     fprintf(stderr, "guest_io_bench: vsock-bench failed:\n%s\n%s\n", r.out.c_str(), r.err.c_str());
@@ -302,28 +271,15 @@ int bench_vsock(const Options& o, const std::string& dir) {
   return failures ? 1 : 0;
 }
 
-std::string default_path(const char* argv0, const char* rel) {
-  std::string self(argv0);
-  auto slash = self.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : self.substr(0, slash);
-  return dir + "/../" + rel;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  o.carapace = default_path(argv[0], "carapace");
-  o.guest = default_path(argv[0], "guest/testguest");
+  o.carapace = build_path(argv[0], "carapace");
+  o.guest = build_path(argv[0], "guest/testguest");
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "guest_io_bench: %s needs a value\n", a.c_str());
-        exit(2);
-      }
-      return argv[++i];
-    };
+    auto next = [&] { return flag_value("guest_io_bench", argc, argv, &i); };
     if (a == "--runs")
       o.runs = std::max(1, atoi(next().c_str()));
     else if (a == "--ms")

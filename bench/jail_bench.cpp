@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "common/agent/agent_client.h"
 #include "tests/integration/process_runner.h"
 
@@ -30,17 +31,11 @@ namespace {
 
 using carapace::testing::run_process;
 
-std::string absolute(const std::string& p) {
-  char buf[PATH_MAX];
-  return realpath(p.c_str(), buf) ? std::string(buf) : p;
-}
+using carapace::bench::absolute;
+using carapace::bench::build_path;
 
 std::string default_path(const char* argv0, const char* rel) {
-  // The bench lives in build/bench/; the VMM and guest in build/.
-  std::string self(argv0);
-  auto slash = self.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : self.substr(0, slash);
-  return absolute(dir + "/../" + rel);
+  return absolute(build_path(argv0, rel));
 }
 
 struct Variant {

@@ -25,15 +25,16 @@
 #include <deque>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "bench/restore_qemu.h"
 #include "common/base/log.h"
 #include "snapshot/machine_snapshot.h"
 #include "snapshot/memory_image.h"
+#include "tests/integration/text_file.h"
 #include "vmm/machine/machine.h"
 #include "vmm/pool/clone_source.h"
 #include "vmm/pool/vm_pool.h"
@@ -41,24 +42,11 @@
 namespace carapace::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(i, v.size() - 1)];
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 // kB value of `key` in a /proc file of "Key: N kB" lines.
@@ -148,8 +136,9 @@ Result<Source> make_source(const std::string& guest, unsigned mem_mib, const std
   s.parent = TRY(Machine::build(idle_config(guest, mem_mib, {ConsoleKind::kFile, console, false})));
   s.parent->start();
   const auto end = Clock::now() + std::chrono::seconds(60);
-  while (slurp(console).find("idle ready") == std::string::npos) {
-    if (Clock::now() > end) return make_error("the idle guest never got ready: " + slurp(console));
+  while (testing::read_text_file(console).find("idle ready") == std::string::npos) {
+    if (Clock::now() > end)
+      return make_error("the idle guest never got ready: " + testing::read_text_file(console));
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   s.in_memory = TRY(capture_clone_source(*s.parent));
@@ -314,9 +303,7 @@ void bench_size(const std::string& guest, unsigned mem_mib, int runs, int clones
 int main(int argc, char** argv) {
   using namespace carapace::bench;
   int runs = 50, clones = 100;
-  std::string exe_dir = std::string(argv[0]);
-  exe_dir = exe_dir.substr(0, exe_dir.rfind('/') + 1);
-  std::string guest = exe_dir + "../guest/testguest";
+  std::string guest = build_path(argv[0], "guest/testguest");
   std::string qemu = "/usr/bin/qemu-system-x86_64";
   bool with_qemu = true;
   for (int i = 1; i < argc; ++i) {

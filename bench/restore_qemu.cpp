@@ -9,22 +9,16 @@
 
 #include <chrono>
 #include <fstream>
-#include <sstream>
 #include <thread>
+
+#include "bench/bench_support.h"
+#include "tests/integration/qemu_microvm.h"
+#include "tests/integration/text_file.h"
 
 extern char** environ;
 
 namespace carapace::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 pid_t spawn(const std::vector<std::string>& args) {
   std::vector<char*> argv;
@@ -110,33 +104,16 @@ QemuRestoreResult qemu_restore(const std::string& qemu, const std::string& guest
   const std::string qmp_path = workdir + "/qmp.sock";
   const std::string console = workdir + "/qemu.console";
   const std::string state = workdir + "/qemu.state";
-  std::vector<std::string> base = {qemu,
-                                   "-M",
-                                   "microvm,acpi=off",
-                                   "-accel",
-                                   "kvm",
-                                   "-cpu",
-                                   "max,-arch-capabilities",
-                                   "-m",
-                                   std::to_string(mem_mib),
-                                   "-nodefaults",
-                                   "-no-user-config",
-                                   "-display",
-                                   "none",
-                                   "-serial",
-                                   "file:" + console,
-                                   "-kernel",
-                                   guest,
-                                   "-append",
-                                   cmdline,
-                                   "-qmp",
-                                   "unix:" + qmp_path + ",server=on,wait=off"};
+  std::vector<std::string> base = testing::qemu_microvm_argv(
+      qemu, testing::kQemuKvmAccel, std::to_string(mem_mib), "file:" + console);
+  base.insert(base.end(), {"-kernel", guest, "-append", cmdline, "-qmp",
+                           "unix:" + qmp_path + ",server=on,wait=off"});
   unlink(qmp_path.c_str());
   unlink(console.c_str());
   pid_t pid = spawn(base);
   if (pid < 0) return {"cannot start " + qemu, {}, 0};
   const auto boot_end = Clock::now() + std::chrono::seconds(60);
-  while (slurp(console).find(ready) == std::string::npos) {
+  while (testing::read_text_file(console).find(ready) == std::string::npos) {
     if (Clock::now() > boot_end) {
       finish(pid);
       return {"QEMU's guest never printed \"" + ready + "\"", {}, 0};
@@ -192,7 +169,7 @@ QemuRestoreResult qemu_restore(const std::string& qemu, const std::string& guest
       }
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
-    r.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    r.ms.push_back(ms_since(t0));
     r.peak_rss_mib = peak_rss_mib(pid);
     finish(pid);
   }

@@ -32,29 +32,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_support.h"
 #include "common/http/http_client.h"
 
 extern char** environ;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using carapace::bench::absolute;
+using carapace::bench::build_path;
+using carapace::bench::Clock;
+using carapace::bench::ms_since;
 using nlohmann::json;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-std::string absolute(const std::string& p) {
-  char buf[PATH_MAX];
-  return realpath(p.c_str(), buf) ? std::string(buf) : p;
-}
-
 std::string default_path(const char* argv0, const char* rel) {
-  std::string self(argv0);
-  auto slash = self.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : self.substr(0, slash);
-  return absolute(dir + "/../" + rel);  // the bench lives in build/bench/
+  return absolute(build_path(argv0, rel));
 }
 
 double percentile(std::vector<double> v, double q) {

@@ -18,9 +18,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.h"
+#include "tests/integration/qemu_microvm.h"
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using namespace carapace::bench;
 
 struct Sample {
   double first_byte_ms = 0;
@@ -59,7 +62,7 @@ Sample run_once(const std::vector<std::string>& argv, const std::string& pass_ma
     ssize_t n = read(out[0], buf, sizeof buf);
     if (n <= 0) break;
     if (first) {
-      s.first_byte_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      s.first_byte_ms = ms_since(t0);
       first = false;
     }
     s.output.append(buf, static_cast<size_t>(n));
@@ -69,17 +72,10 @@ Sample run_once(const std::vector<std::string>& argv, const std::string& pass_ma
   rusage ru{};
   if (Clock::now() >= deadline) kill(pid, SIGKILL);
   wait4(pid, &status, 0, &ru);
-  s.exit_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  s.exit_ms = ms_since(t0);
   s.peak_rss_kib = ru.ru_maxrss;
   s.passed = s.output.find(pass_marker) != std::string::npos;
   return s;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 struct Summary {
@@ -101,30 +97,16 @@ Summary summarize(const std::vector<Sample>& samples) {
   return {median(fb), median(ex), median(rss), rss_max, passed, int(samples.size())};
 }
 
-std::string default_path(const char* argv0, const char* rel) {
-  // The harness lives in build/bench/; the VMM and guest in build/.
-  std::string self(argv0);
-  auto slash = self.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : self.substr(0, slash);
-  return dir + "/../" + rel;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   int runs = 20;
-  std::string carapace = default_path(argv[0], "carapace");
-  std::string guest = default_path(argv[0], "guest/testguest");
+  std::string carapace = build_path(argv[0], "carapace");
+  std::string guest = build_path(argv[0], "guest/testguest");
   std::string qemu = "/usr/bin/qemu-system-x86_64";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "startup: %s needs a value\n", a.c_str());
-        exit(2);
-      }
-      return argv[++i];
-    };
+    auto next = [&] { return flag_value("startup", argc, argv, &i); };
     if (a == "--runs")
       runs = std::max(1, atoi(next().c_str()));
     else if (a == "--carapace")
@@ -142,26 +124,9 @@ int main(int argc, char** argv) {
   const std::string marker = "TESTGUEST PASS boot-info";
   std::vector<std::string> ours = {carapace,    "run",   "--kernel", guest,
                                    "--cmdline", cmdline, "--mem",    "128"};
-  std::vector<std::string> theirs = {qemu,
-                                     "-M",
-                                     "microvm,acpi=off",
-                                     "-accel",
-                                     "kvm",
-                                     "-cpu",
-                                     "max,-arch-capabilities",
-                                     "-m",
-                                     "128",
-                                     "-nodefaults",
-                                     "-no-user-config",
-                                     "-display",
-                                     "none",
-                                     "-serial",
-                                     "stdio",
-                                     "-no-reboot",
-                                     "-kernel",
-                                     guest,
-                                     "-append",
-                                     cmdline};
+  std::vector<std::string> theirs =
+      carapace::testing::qemu_microvm_argv(qemu, carapace::testing::kQemuKvmAccel, "128", "stdio");
+  theirs.insert(theirs.end(), {"-no-reboot", "-kernel", guest, "-append", cmdline});
   bool have_qemu = access(qemu.c_str(), X_OK) == 0;
   std::vector<Sample> a, b;
   // One warm-up each so page-cache state does not favour whichever runs first.

@@ -18,12 +18,10 @@ process-docs      the documents through the process back end (the image's agent 
 """
 
 import argparse
-import http.client
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,18 +31,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 SPEC = os.path.join(REPO, "guest", "docgen", "examples", "report.json")
 FORMATS = ("docx", "pptx", "xlsx", "pdf")
+sys.path.insert(0, os.path.join(REPO, "clients", "python"))
 
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path, timeout=900):
-        super().__init__("localhost", timeout=timeout)
-        self.unix_path = path
-
-    def connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        s.connect(self.unix_path)
-        self.sock = s
+from carapace_client.transport import UnixHTTPConnection  # noqa: E402
 
 
 class Api:
@@ -52,7 +41,7 @@ class Api:
         self.path = path
 
     def call(self, method, target, body=None, raw=False):
-        conn = UnixHTTPConnection(self.path)
+        conn = UnixHTTPConnection(self.path, timeout=900)
         headers = {}
         data = None
         if isinstance(body, bytes):

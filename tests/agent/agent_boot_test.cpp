@@ -10,6 +10,7 @@
 
 #include "tests/agent/agent_harness.h"
 #include "tests/integration/process_runner.h"
+#include "tests/integration/qemu_microvm.h"
 
 #include <gtest/gtest.h>
 
@@ -47,38 +48,22 @@ TEST(AgentBootTest, BootsAsPid1RunsTheSelftestAndResets) {
   for (const char* tool :
        {"sh", "cat", "grep", "awk", "touch", "test", "sleep", "hostname", "echo"})
     fs::create_symlink("busybox", root / "bin" / tool);
-  write_file(root / "etc/carapace/token", "feedbeef\n");
-  write_file(root / "usr/lib/carapace/selftest/probe", kProbe);
+  write_text_file(root / "etc/carapace/token", "feedbeef\n");
+  write_text_file(root / "usr/lib/carapace/selftest/probe", kProbe);
   fs::permissions(root / "usr/lib/carapace/selftest/probe", fs::perms(0755));
   const std::string image = dir / "root.ext4";
   auto mk = run_process({"/usr/sbin/mke2fs", "-q", "-t", "ext4", "-d", root, image, "64M"});
   ASSERT_EQ(mk.exit_code, 0) << mk.err;
 
-  auto r =
-      run_process({"/usr/bin/qemu-system-x86_64",
-                   "-M",
-                   "microvm,acpi=off",
-                   "-accel",
-                   "tcg",
-                   "-m",
-                   "256",
-                   "-nodefaults",
-                   "-no-user-config",
-                   "-display",
-                   "none",
-                   "-serial",
-                   "stdio",
-                   "-no-reboot",
-                   "-kernel",
-                   kernel,
-                   "-append",
-                   "console=ttyS0 root=/dev/vda ro reboot=k panic=-1 init=/usr/sbin/carapace-agent "
-                   "carapace.selftest=probe",
-                   "-drive",
-                   "id=root,file=" + image + ",format=raw,if=none,readonly=on",
-                   "-device",
-                   "virtio-blk-device,drive=root"},
-                  std::chrono::seconds(240));
+  std::vector<std::string> qemu =
+      qemu_microvm_argv("/usr/bin/qemu-system-x86_64", kQemuTcgAccel, "256", "stdio");
+  qemu.insert(qemu.end(),
+              {"-no-reboot", "-kernel", kernel, "-append",
+               "console=ttyS0 root=/dev/vda ro reboot=k panic=-1 init=/usr/sbin/carapace-agent "
+               "carapace.selftest=probe",
+               "-drive", "id=root,file=" + image + ",format=raw,if=none,readonly=on", "-device",
+               "virtio-blk-device,drive=root"});
+  auto r = run_process(qemu, std::chrono::seconds(240));
   fs::remove_all(dir);
   EXPECT_FALSE(r.timed_out) << r.out;
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -40,11 +40,11 @@ TEST_F(AgentCliTest, ExecPassesOutputAndExitStatusThrough) {
 
 TEST_F(AgentCliTest, PutGetLsAndStat) {
   std::string local = agent_.dir() + "/local.txt", back = agent_.dir() + "/back.txt";
-  write_file(local, "payload\n");
+  write_text_file(local, "payload\n");
   EXPECT_EQ(cli({"put", local, "docs/report.txt", "--parents", "--mode", "600"}).exit_code, 0);
-  EXPECT_EQ(read_file(agent_.root() + "/docs/report.txt"), "payload\n");
+  EXPECT_EQ(read_text_file(agent_.root() + "/docs/report.txt"), "payload\n");
   EXPECT_EQ(cli({"get", "docs/report.txt", back}).exit_code, 0);
-  EXPECT_EQ(read_file(back), "payload\n");
+  EXPECT_EQ(read_text_file(back), "payload\n");
   auto out = cli({"get", "docs/report.txt", "-"});
   EXPECT_EQ(out.out, "payload\n");
   auto ls = cli({"ls", "docs"});

@@ -29,18 +29,6 @@ int remove_entry(const char* path, const struct stat*, int, FTW*) {
 
 }  // namespace
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << data;
-}
-
 bool exists(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;
@@ -72,7 +60,7 @@ AgentProcess::AgentProcess(std::vector<std::string> extra, std::string binary, b
   log_path_ = dir_ + "/agent.log";
   ::mkdir(root_.c_str(), 0755);
   ::mkdir(outside_.c_str(), 0755);
-  write_file(outside_ + "/secret", kSecret);
+  write_text_file(outside_ + "/secret", kSecret);
 
   std::vector<std::string> args = {binary, "--listen", "unix:" + socket_, "--root", root_};
   if (with_token) args.insert(args.end(), {"--token", kTestToken});
@@ -121,7 +109,7 @@ AgentProcess::~AgentProcess() {
 }
 
 std::string AgentProcess::log() const {
-  return read_file(log_path_);
+  return read_text_file(log_path_);
 }
 
 Result<AgentClient> AgentProcess::try_connect() const {

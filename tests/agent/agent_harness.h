@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/agent/agent_client.h"
+#include "tests/integration/text_file.h"
 
 namespace carapace::testing {
 
@@ -53,9 +54,8 @@ class AgentProcess {
   bool started_ = false;
 };
 
-// Test file helpers (paths are host paths).
-std::string read_file(const std::string& path);
-void write_file(const std::string& path, const std::string& data);
+// Test file helpers (paths are host paths; read_text_file and write_text_file come with
+// text_file.h).
 bool exists(const std::string& path);
 // Names in a directory, sorted.
 std::vector<std::string> dir_names(const std::string& path);

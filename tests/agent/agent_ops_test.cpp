@@ -166,7 +166,7 @@ TEST_F(AgentOpsTest, PutAndGetRoundTripBinaryDataInSeveralChunks) {
   AgentClient c = agent_.connect();
   Status s = c.put_file("blob.bin", data, 0600);
   ASSERT_TRUE(s.ok()) << s.error().describe();
-  EXPECT_EQ(read_file(agent_.root() + "/blob.bin"), data);
+  EXPECT_EQ(read_text_file(agent_.root() + "/blob.bin"), data);
   auto got = c.get_file("blob.bin");
   ASSERT_TRUE(got.ok()) << got.error().describe();
   EXPECT_EQ(*got, data);
@@ -182,16 +182,16 @@ TEST_F(AgentOpsTest, PutCreatesParentDirectoriesOnlyWhenAsked) {
   AgentClient c = agent_.connect();
   EXPECT_EQ(agent_error_code(c.put_file("a/b/c.txt", "x").error()), "not_found");
   ASSERT_TRUE(c.put_file("a/b/c.txt", "x", 0644, true).ok());
-  EXPECT_EQ(read_file(agent_.root() + "/a/b/c.txt"), "x");
+  EXPECT_EQ(read_text_file(agent_.root() + "/a/b/c.txt"), "x");
   ASSERT_TRUE(c.put_file("empty", "").ok());
-  EXPECT_EQ(read_file(agent_.root() + "/empty"), "");
+  EXPECT_EQ(read_text_file(agent_.root() + "/empty"), "");
 }
 
 TEST_F(AgentOpsTest, PutReplacesAFileAndRefusesADirectoryLeavingNoTemporaryFile) {
   AgentClient c = agent_.connect();
   ASSERT_TRUE(c.put_file("f", "one").ok());
   ASSERT_TRUE(c.put_file("f", "two").ok());
-  EXPECT_EQ(read_file(agent_.root() + "/f"), "two");
+  EXPECT_EQ(read_text_file(agent_.root() + "/f"), "two");
   ::mkdir((agent_.root() + "/d").c_str(), 0755);
   ::mkdir((agent_.root() + "/d/inner").c_str(), 0755);
   EXPECT_EQ(agent_error_code(c.put_file("d", "x").error()), "is_directory");
@@ -214,7 +214,7 @@ TEST_F(AgentOpsTest, AnAbandonedUploadLeavesNothing) {
 }
 
 TEST_F(AgentOpsTest, ListAndStatDescribeEntriesWithoutFollowingSymlinks) {
-  write_file(agent_.root() + "/file", "12345");
+  write_text_file(agent_.root() + "/file", "12345");
   ::mkdir((agent_.root() + "/dir").c_str(), 0700);
   ::symlink("file", (agent_.root() + "/link").c_str());
   ::mkfifo((agent_.root() + "/fifo").c_str(), 0644);
@@ -292,7 +292,7 @@ TEST(AgentLimitsTest, OversizedPutAndGetAreRefused) {
   ASSERT_TRUE(reply.ok());
   EXPECT_NE(reply->find("too_large"), std::string::npos) << *reply;
   EXPECT_EQ(dir_names(agent.root()), std::vector<std::string>{"fits"});
-  write_file(agent.root() + "/huge", std::string(65537, 'h'));
+  write_text_file(agent.root() + "/huge", std::string(65537, 'h'));
   EXPECT_EQ(code_of(c.get_file("huge")), "too_large");
   EXPECT_TRUE(c.ping().ok());
 }

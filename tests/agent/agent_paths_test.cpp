@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "tests/agent/agent_test_util.h"
@@ -20,12 +21,12 @@ class AgentPathsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(agent_.started()) << agent_.error();
-    write_file(agent_.root() + "/inside.txt", "inside");
+    write_text_file(agent_.root() + "/inside.txt", "inside");
   }
   void TearDown() override {
     // Nothing outside the root was created, changed or removed.
     EXPECT_EQ(dir_names(agent_.outside()), std::vector<std::string>{"secret"});
-    EXPECT_EQ(read_file(agent_.outside() + "/secret"), kSecret);
+    EXPECT_EQ(read_text_file(agent_.outside() + "/secret"), kSecret);
   }
   std::string in_root(const std::string& p) const { return agent_.root() + "/" + p; }
 
@@ -96,7 +97,7 @@ TEST_F(AgentPathsTest, SecurityCheck28_PutOverASymlinkReplacesTheLinkNotItsTarge
   struct stat st;
   ASSERT_EQ(::lstat(in_root("link").c_str(), &st), 0);
   EXPECT_TRUE(S_ISREG(st.st_mode));
-  EXPECT_EQ(read_file(in_root("link")), "replaced");
+  EXPECT_EQ(read_text_file(in_root("link")), "replaced");
 }
 
 TEST_F(AgentPathsTest, SecurityCheck28_FifosAndDevicesAreNotReadAsFiles) {
@@ -114,40 +115,61 @@ TEST_F(AgentPathsTest, SecurityCheck28_FifosAndDevicesAreNotReadAsFiles) {
   EXPECT_EQ(code_of(c.get_file(".")), "not_regular_file");
 }
 
-// A path component swapped between a regular file and a symlink to the outside while the client
-// reads it: every answer is the inside content or a refusal, never the secret.
-TEST_F(AgentPathsTest, SecurityCheck28_SymlinkSwappedInDuringGetIsRefused) {
+struct RaceCounts {
+  int ok = 0;
+  int refused = 0;
+};
+
+// Runs `swap(i)` for i = 0, 1, ... on a thread of its own while this one sends `request(i)` for
+// 700 ms, and counts the answers: every refusal must be path_refused or not_found. A check that
+// both outcomes happened shows the swap really raced the requests.
+RaceCounts race_requests(const std::function<void(int)>& swap,
+                         const std::function<Status(int)>& request) {
   std::atomic<bool> stop{false};
   std::thread swapper([&] {
-    const std::string file_tmp = in_root(".f"), link_tmp = in_root(".l"), target = in_root("flip");
-    for (int i = 0; !stop; ++i) {
-      if (i % 2 == 0) {
-        write_file(file_tmp, "inside");
-        ::rename(file_tmp.c_str(), target.c_str());
-      } else {
-        ::symlink((agent_.outside() + "/secret").c_str(), link_tmp.c_str());
-        ::rename(link_tmp.c_str(), target.c_str());
-      }
-    }
+    for (int i = 0; !stop; ++i)
+      swap(i);
   });
-  AgentClient c = agent_.connect();
-  int ok = 0, refused = 0;
+  RaceCounts counts;
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(700);
-  while (std::chrono::steady_clock::now() < until) {
-    auto r = c.get_file("flip");
-    if (r.ok()) {
-      EXPECT_EQ(*r, "inside");
-      ++ok;
+  for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
+    Status s = request(i);
+    if (s.ok()) {
+      ++counts.ok;
     } else {
-      std::string code = agent_error_code(r.error());
-      EXPECT_TRUE(code == "path_refused" || code == "not_found") << r.error().describe();
-      ++refused;
+      std::string code = agent_error_code(s.error());
+      EXPECT_TRUE(code == "path_refused" || code == "not_found") << s.error().describe();
+      ++counts.refused;
     }
   }
   stop = true;
   swapper.join();
-  EXPECT_GT(ok, 0);
-  EXPECT_GT(refused, 0);
+  return counts;
+}
+
+// A path component swapped between a regular file and a symlink to the outside while the client
+// reads it: every answer is the inside content or a refusal, never the secret.
+TEST_F(AgentPathsTest, SecurityCheck28_SymlinkSwappedInDuringGetIsRefused) {
+  const std::string file_tmp = in_root(".f"), link_tmp = in_root(".l"), target = in_root("flip");
+  AgentClient c = agent_.connect();
+  RaceCounts counts = race_requests(
+      [&](int i) {
+        if (i % 2 == 0) {
+          write_text_file(file_tmp, "inside");
+          ::rename(file_tmp.c_str(), target.c_str());
+        } else {
+          ::symlink((agent_.outside() + "/secret").c_str(), link_tmp.c_str());
+          ::rename(link_tmp.c_str(), target.c_str());
+        }
+      },
+      [&](int) -> Status {
+        auto r = c.get_file("flip");
+        if (!r.ok()) return r.error();
+        EXPECT_EQ(*r, "inside");
+        return {};
+      });
+  EXPECT_GT(counts.ok, 0);
+  EXPECT_GT(counts.refused, 0);
 }
 
 // A directory swapped (RENAME_EXCHANGE) with a symlink to the outside while the client writes
@@ -155,31 +177,17 @@ TEST_F(AgentPathsTest, SecurityCheck28_SymlinkSwappedInDuringGetIsRefused) {
 TEST_F(AgentPathsTest, SecurityCheck28_DirectorySwappedForASymlinkDuringPutIsRefused) {
   ::mkdir(in_root("pdir").c_str(), 0755);
   ::symlink(agent_.outside().c_str(), in_root("pdir-swap").c_str());
-  std::atomic<bool> stop{false};
-  std::thread swapper([&] {
-    while (!stop)
-      ::renameat2(AT_FDCWD, in_root("pdir").c_str(), AT_FDCWD, in_root("pdir-swap").c_str(),
-                  RENAME_EXCHANGE);
-  });
   AgentClient c = agent_.connect();
-  int landed = 0, refused = 0;
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(700);
-  for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
-    Status s = c.put_file("pdir/f" + std::to_string(i), "x");
-    if (s.ok()) {
-      ++landed;
-    } else {
-      std::string code = agent_error_code(s.error());
-      EXPECT_TRUE(code == "path_refused" || code == "not_found") << s.error().describe();
-      ++refused;
-    }
-  }
-  stop = true;
-  swapper.join();
+  RaceCounts counts = race_requests(
+      [&](int) {
+        ::renameat2(AT_FDCWD, in_root("pdir").c_str(), AT_FDCWD, in_root("pdir-swap").c_str(),
+                    RENAME_EXCHANGE);
+      },
+      [&](int i) { return c.put_file("pdir/f" + std::to_string(i), "x"); });
   // Both outcomes happened, so the swap really raced the puts; TearDown checks that outside/
   // still holds only "secret".
-  EXPECT_GT(landed, 0);
-  EXPECT_GT(refused, 0);
+  EXPECT_GT(counts.ok, 0);
+  EXPECT_GT(counts.refused, 0);
 }
 
 }  // namespace

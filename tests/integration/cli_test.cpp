@@ -5,41 +5,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstring>
-#include <fstream>
-
 #include "tests/integration/testguest_harness.h"
+#include "tests/integration/tiny_elf.h"
 
 namespace carapace::testing {
 namespace {
 
 // A minimal x86-64 ELF with one PT_LOAD segment of `code` at `paddr`.
 std::string write_tiny_elf(const std::string& name, uint64_t paddr, const std::string& code) {
-  std::string path = ::testing::TempDir() + name;
-  Elf64_Ehdr eh{};
-  memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_EXEC;
-  eh.e_machine = EM_X86_64;
-  eh.e_version = EV_CURRENT;
-  eh.e_entry = paddr;
-  eh.e_phoff = sizeof eh;
-  eh.e_ehsize = sizeof eh;
-  eh.e_phentsize = sizeof(Elf64_Phdr);
-  eh.e_phnum = 1;
-  Elf64_Phdr ph{};
-  ph.p_type = PT_LOAD;
-  ph.p_flags = PF_R | PF_X;
-  ph.p_offset = sizeof eh + sizeof ph;
-  ph.p_vaddr = ph.p_paddr = paddr;
-  ph.p_filesz = ph.p_memsz = code.size();
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(&eh), sizeof eh);
-  f.write(reinterpret_cast<const char*>(&ph), sizeof ph);
-  f.write(code.data(), code.size());
-  return path;
+  return write_one_segment_elf<Elf64_Ehdr, Elf64_Phdr>(name, ELFCLASS64, EM_X86_64, paddr, code);
 }
 
 void expect_usage_error(const std::vector<std::string>& args, const std::string& needle) {

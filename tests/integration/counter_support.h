@@ -10,16 +10,10 @@
 #include <thread>
 
 #include "tests/integration/testguest_harness.h"
+#include "tests/integration/text_file.h"
 #include "vmm/machine/machine_config.h"
 
 namespace carapace::testing {
-
-inline std::string read_text_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // The value after "counter final", or "" when the run did not get there.
 inline std::string counter_final_value(const std::string& console) {

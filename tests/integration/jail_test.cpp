@@ -17,6 +17,7 @@
 #include "tests/integration/proc_status.h"
 #include "tests/integration/process_runner.h"
 #include "tests/integration/testguest_harness.h"
+#include "tests/integration/text_file.h"
 
 namespace carapace::testing {
 namespace {
@@ -32,13 +33,6 @@ std::string base_dir() {
   if (geteuid() != 0)
     return ::testing::AssertionFailure() << "the jail tests must run as root (namespaces, cgroups)";
   return kvm_usable();
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 bool exists(const std::string& path) {
@@ -104,7 +98,7 @@ std::vector<std::string> jail_argv(const std::string& id, const std::string& sce
 }
 
 std::string limit_line(int pid, const std::string& name) {
-  std::istringstream limits(read_text("/proc/" + std::to_string(pid) + "/limits"));
+  std::istringstream limits(read_text_file("/proc/" + std::to_string(pid) + "/limits"));
   std::string line;
   while (std::getline(limits, line))
     if (line.rfind(name, 0) == 0) {
@@ -176,19 +170,14 @@ TEST_F(JailKvm, LiveJailedVmmIsConfinedAndSigkillCleansUp) {
             << "fd " << fd << " of " << pid << " leaked in";
       }
     }
-  EXPECT_EQ(read_text("/proc/" + p + "/environ"), std::string("PATH=/usr/bin:/bin\0", 19));
+  EXPECT_EQ(read_text_file("/proc/" + p + "/environ"), std::string("PATH=/usr/bin:/bin\0", 19));
 
   EXPECT_EQ(proc_status_field(vmm, "Uid"),
             std::string(kUid) + "\t" + kUid + "\t" + kUid + "\t" + kUid);
   EXPECT_EQ(proc_status_field(vmm, "Gid"),
             std::string(kGid) + "\t" + kGid + "\t" + kGid + "\t" + kGid);
   EXPECT_EQ(proc_status_field(vmm, "Groups"), "");
-  for (const char* caps : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
-    EXPECT_EQ(proc_status_field(vmm, caps), "0000000000000000") << caps;
-  EXPECT_EQ(proc_status_field(vmm, "NoNewPrivs"), "1");
-  EXPECT_EQ(proc_status_field(vmm, "Seccomp"), "2");
-  for (const char* ns : {"mnt", "pid", "ipc", "uts", "net"})
-    EXPECT_NE(proc_ns_link(p, ns), proc_ns_link("self", ns)) << ns << " namespace is the host's";
+  expect_confined(vmm);
 
   // The root: the listed files at their host paths, /dev with four nodes, /tmp, /run; nothing
   // else (the loader and libraries of a dynamically linked carapace live under lib*, usr).
@@ -226,19 +215,20 @@ TEST_F(JailKvm, LiveJailedVmmIsConfinedAndSigkillCleansUp) {
   const std::string v1 = "/sys/fs/cgroup/memory/carapace/" + id;
   const std::string v2 = "/sys/fs/cgroup/unified/carapace/" + id;
   if (exists(v1)) {
-    EXPECT_EQ(trim(read_text(v1 + "/memory.limit_in_bytes")), std::to_string(512u << 20));
-    EXPECT_EQ(trim(read_text("/sys/fs/cgroup/pids/carapace/" + id + "/pids.max")), "64");
-    EXPECT_EQ(trim(read_text("/sys/fs/cgroup/cpu/carapace/" + id + "/cpu.cfs_quota_us")), "150000");
-    EXPECT_NE(read_text("/sys/fs/cgroup/pids/carapace/" + id + "/cgroup.procs").find(p),
+    EXPECT_EQ(trim(read_text_file(v1 + "/memory.limit_in_bytes")), std::to_string(512u << 20));
+    EXPECT_EQ(trim(read_text_file("/sys/fs/cgroup/pids/carapace/" + id + "/pids.max")), "64");
+    EXPECT_EQ(trim(read_text_file("/sys/fs/cgroup/cpu/carapace/" + id + "/cpu.cfs_quota_us")),
+              "150000");
+    EXPECT_NE(read_text_file("/sys/fs/cgroup/pids/carapace/" + id + "/cgroup.procs").find(p),
               std::string::npos);
     if (exists(v2)) {  // a hybrid host: the child was also cloned into the unified tree
-      EXPECT_NE(read_text(v2 + "/cgroup.procs").find(p), std::string::npos);
+      EXPECT_NE(read_text_file(v2 + "/cgroup.procs").find(p), std::string::npos);
     }
   } else {
     const std::string dir = exists(v2) ? v2 : "/sys/fs/cgroup/carapace/" + id;
-    EXPECT_EQ(trim(read_text(dir + "/memory.max")), std::to_string(512u << 20));
-    EXPECT_EQ(trim(read_text(dir + "/pids.max")), "64");
-    EXPECT_EQ(trim(read_text(dir + "/cpu.max")), "150000 100000");
+    EXPECT_EQ(trim(read_text_file(dir + "/memory.max")), std::to_string(512u << 20));
+    EXPECT_EQ(trim(read_text_file(dir + "/pids.max")), "64");
+    EXPECT_EQ(trim(read_text_file(dir + "/cpu.max")), "150000 100000");
   }
 
   ASSERT_EQ(kill(vmm, SIGKILL), 0);
@@ -272,7 +262,7 @@ TEST_F(JailKvm, ProcPidsShowsOnlyTheJailsOwnProcesses) {
   // Only the jail's processes: the host's PID 1 and this test are not there.
   EXPECT_FALSE(entries.count(std::to_string(getpid())));
   EXPECT_LE(entries.size(), 8u);
-  EXPECT_NE(read_text(proc + "/1/status").find("Seccomp:\t2"), std::string::npos);
+  EXPECT_NE(read_text_file(proc + "/1/status").find("Seccomp:\t2"), std::string::npos);
   ASSERT_EQ(kill(sup.pid(), SIGTERM), 0);
   auto r = sup.finish(std::chrono::seconds(20));
   EXPECT_EQ(r.exit_code, 128 + SIGKILL) << describe(r);
@@ -340,7 +330,8 @@ TEST_F(JailKvm, CgroupVersionTwo) {
   std::string unified = exists("/sys/fs/cgroup/unified/cgroup.controllers")
                             ? "/sys/fs/cgroup/unified"
                             : "/sys/fs/cgroup";
-  bool has_memory = read_text(unified + "/cgroup.controllers").find("memory") != std::string::npos;
+  bool has_memory =
+      read_text_file(unified + "/cgroup.controllers").find("memory") != std::string::npos;
   auto m = run_process(
       jail_argv("v2-mem", "boot-info", {"--cgroup-version", "2", "--mem-limit", "256"}));
   if (has_memory) {

@@ -5,9 +5,7 @@
 // device the guest never drives travels too (a blob for an untouched transport). A clone whose
 // devices do not match the snapshot is refused before it runs (docs/security.md #22).
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,17 +16,12 @@
 #include "common/base/unique_fd.h"
 #include "snapshot/memory_image.h"
 #include "tests/integration/testguest_harness.h"
+#include "tests/integration/text_file.h"
+#include "tests/integration/unix_sockets.h"
 #include "vmm/machine/machine.h"
 
 namespace carapace::testing {
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 MachineConfig vsock_config(const std::string& dir, const std::string& name, uint32_t cid = 3) {
   MachineConfig c;
@@ -52,44 +45,11 @@ GuestMemory map_private(const MemoryImage& image) {
 
 bool wait_for_console(const std::string& path, const std::string& text, int seconds) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (read_file(path).find(text) == std::string::npos) {
+  while (read_text_file(path).find(text) == std::string::npos) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return true;
-}
-
-UniqueFd connect_unix(const std::string& path) {
-  UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return UniqueFd();
-  return fd;
-}
-
-// Reads until `n` bytes, EOF, or `timeout_ms` of silence.
-std::string read_some(int fd, size_t n, int timeout_ms) {
-  std::string got;
-  char buf[4096];
-  while (got.size() < n) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, timeout_ms) <= 0) break;
-    ssize_t r = read(fd, buf, std::min(sizeof buf, n - got.size()));
-    if (r <= 0) break;
-    got.append(buf, static_cast<size_t>(r));
-  }
-  return got;
-}
-
-std::string read_line(int fd, int timeout_ms) {
-  std::string line;
-  while (line.empty() || line.back() != '\n') {
-    std::string c = read_some(fd, 1, timeout_ms);
-    if (c.empty()) break;
-    line += c;
-  }
-  return line;
 }
 
 struct Captured {
@@ -103,7 +63,7 @@ void capture_listening_guest(const std::string& dir, Captured* out) {
   ASSERT_TRUE(parent.ok()) << parent.error().describe();
   (*parent)->start();
   ASSERT_TRUE(wait_for_console(dir + "parent.console", "vsock listening on port 1234", 30))
-      << read_file(dir + "parent.console");
+      << read_text_file(dir + "parent.console");
   ASSERT_TRUE((*parent)->pause().ok());
   auto state = (*parent)->capture_state();
   ASSERT_TRUE(state.ok()) << state.error().describe();
@@ -138,18 +98,18 @@ TEST(MachineVirtioSnapshotKvm, RestoredVsockGuestAcceptsAndEchoes) {
     // Let the guest take the TRANSPORT_RESET first: a driver that drops its connections on it
     // would otherwise drop one it accepted in the same poll.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    UniqueFd fd = connect_unix(dir + name + ".sock");
+    UniqueFd fd = unix_socket(SOCK_STREAM, dir + name + ".sock", SocketEnd::kConnect);
     ASSERT_TRUE(fd.valid()) << strerror(errno);
     ASSERT_EQ(write(fd.get(), "CONNECT 1234\n", 13), 13);
     const std::string ok = read_line(fd.get(), 20000);
-    ASSERT_EQ(ok.rfind("OK ", 0), 0u) << ok << read_file(dir + name + ".console");
+    ASSERT_EQ(ok.rfind("OK ", 0), 0u) << ok << read_text_file(dir + name + ".console");
     const std::string data = "echo through restored queues, clone " + std::to_string(i) + "\n";
     ASSERT_EQ(write(fd.get(), data.data(), data.size()), static_cast<ssize_t>(data.size()));
     shutdown(fd.get(), SHUT_WR);
     EXPECT_EQ(read_some(fd.get(), data.size() + 1, 20000), data);
     fd.reset();
     EXPECT_EQ((*clone)->wait(), VmOutcome::kGuestReset) << (*clone)->outcome_detail();
-    const std::string console = read_file(dir + name + ".console");
+    const std::string console = read_text_file(dir + name + ".console");
     EXPECT_NE(console.find("TESTGUEST PASS vsock"), std::string::npos) << console;
     // Restored, not booted: the clone never printed its start line.
     EXPECT_EQ(console.find("TESTGUEST START"), std::string::npos) << console;

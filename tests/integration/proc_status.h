@@ -1,7 +1,9 @@
 // Reading another process's /proc entries in tests: a field of its status file, one of its
-// namespace links, its first child (a jail supervisor's VMM).
+// namespace links, its first child (a jail supervisor's VMM), and the checks that a jailed VMM is
+// confined.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -34,6 +36,18 @@ inline int proc_first_child(int parent) {
                    "/children");
   int pid = -1;
   return in >> pid ? pid : -1;
+}
+
+// The jailed process `pid` holds no capability, can gain no privilege, runs under a seccomp
+// filter and shares none of these namespaces with this (host) process.
+inline void expect_confined(int pid) {
+  for (const char* caps : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
+    EXPECT_EQ(proc_status_field(pid, caps), "0000000000000000") << caps;
+  EXPECT_EQ(proc_status_field(pid, "NoNewPrivs"), "1");
+  EXPECT_EQ(proc_status_field(pid, "Seccomp"), "2");
+  for (const char* ns : {"mnt", "pid", "ipc", "uts", "net"})
+    EXPECT_NE(proc_ns_link(std::to_string(pid), ns), proc_ns_link("self", ns))
+        << ns << " namespace is the host's";
 }
 
 }  // namespace carapace::testing

@@ -11,64 +11,7 @@
 namespace carapace::testing {
 
 ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds limit) {
-  ProcessResult res;
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-    res.err = "pipe failed";
-    return res;
-  }
-  // Everything the child needs is prepared before fork: only async-signal-safe calls after it.
-  std::vector<char*> args;
-  for (const auto& a : argv)
-    args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  auto start = std::chrono::steady_clock::now();
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  int open_fds = 2;
-  auto deadline = start + limit;
-  char buf[65536];
-  while (open_fds > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      res.timed_out = true;
-      kill(pid, SIGKILL);
-      break;
-    }
-    int n = poll(fds, 2, static_cast<int>(left.count()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      ssize_t r = read(fds[i].fd, buf, sizeof buf);
-      if (r <= 0) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      } else {
-        (i == 0 ? res.out : res.err).append(buf, static_cast<size_t>(r));
-      }
-    }
-  }
-  for (auto& f : fds)
-    if (f.fd >= 0) close(f.fd);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  res.wall = std::chrono::steady_clock::now() - start;
-  if (WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) res.term_signal = WTERMSIG(status);
-  return res;
+  return RunningProcess(argv).finish(limit);
 }
 
 RunningProcess::RunningProcess(const std::vector<std::string>& argv) {
@@ -79,6 +22,7 @@ RunningProcess::RunningProcess(const std::vector<std::string>& argv) {
     close(out[1]);
     return;
   }
+  // Everything the child needs is prepared before fork: only async-signal-safe calls after it.
   std::vector<char*> args;
   for (const auto& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));

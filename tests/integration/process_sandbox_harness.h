@@ -3,7 +3,6 @@
 // and on destruction stops it (SIGTERM to the supervisor) and checks nothing was left behind.
 #pragma once
 
-#include <glob.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "common/agent/agent_client.h"
+#include "tests/integration/process_cgroups.h"
 #include "tests/integration/process_runner.h"
 
 namespace carapace::testing {
@@ -33,13 +33,7 @@ inline bool path_exists(const std::string& p) {
 
 // Every cgroup directory of a process sandbox, in any hierarchy.
 inline std::vector<std::string> sandbox_cgroup_dirs(const std::string& id) {
-  std::vector<std::string> out;
-  glob_t g{};
-  const std::string pattern = "/sys/fs/cgroup/*/carapace/process-" + id;
-  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
-    for (size_t i = 0; i < g.gl_pathc; ++i)
-      out.push_back(g.gl_pathv[i]);
-  ::globfree(&g);
+  std::vector<std::string> out = sandbox_v1_cgroup_dirs(id);
   if (path_exists("/sys/fs/cgroup/carapace/process-" + id))
     out.push_back("/sys/fs/cgroup/carapace/process-" + id);
   return out;

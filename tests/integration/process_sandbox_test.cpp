@@ -215,17 +215,7 @@ TEST_F(ProcessSandboxTest, AgentKilledLeavesNothingSecurityChecks30) {
   START_SANDBOX(sb);
   ASSERT_NE(sandbox_cgroup_dirs(sb.id()).size(), 0u);
   // The agent's host pid, from the sandbox's cgroup.
-  pid_t agent = 0;
-  for (const auto& dir : sandbox_cgroup_dirs(sb.id())) {
-    std::ifstream procs(dir + "/cgroup.procs");
-    pid_t p;
-    while (procs >> p) {
-      std::ifstream comm("/proc/" + std::to_string(p) + "/comm");
-      std::string name;
-      comm >> name;
-      if (name == "carapace-agent") agent = p;
-    }
-  }
+  const pid_t agent = agent_pid_in(sandbox_cgroup_dirs(sb.id()));
   ASSERT_GT(agent, 0);
   ASSERT_EQ(kill(agent, SIGKILL), 0);
   auto res = sb.wait_end(std::chrono::seconds(20));

@@ -5,10 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
-#include <fstream>
 
 #include "tests/integration/testguest_harness.h"
+#include "tests/integration/tiny_elf.h"
 
 namespace carapace::testing {
 namespace {
@@ -19,32 +18,8 @@ std::string pvh32_image() {
 
 // An ELF32 (EM_386) with one PT_LOAD of `jmp $` at 2 MiB and no notes.
 std::string write_elf32_without_note() {
-  std::string path = ::testing::TempDir() + "nonote32.elf";
-  const char code[] = "\xeb\xfe";
-  Elf32_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS32;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_EXEC;
-  eh.e_machine = EM_386;
-  eh.e_version = EV_CURRENT;
-  eh.e_entry = 2u << 20;
-  eh.e_phoff = sizeof eh;
-  eh.e_ehsize = sizeof eh;
-  eh.e_phentsize = sizeof(Elf32_Phdr);
-  eh.e_phnum = 1;
-  Elf32_Phdr ph{};
-  ph.p_type = PT_LOAD;
-  ph.p_flags = PF_R | PF_X;
-  ph.p_offset = sizeof eh + sizeof ph;
-  ph.p_vaddr = ph.p_paddr = 2u << 20;
-  ph.p_filesz = ph.p_memsz = 2;
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(&eh), sizeof eh);
-  f.write(reinterpret_cast<const char*>(&ph), sizeof ph);
-  f.write(code, 2);
-  return path;
+  return write_one_segment_elf<Elf32_Ehdr, Elf32_Phdr>("nonote32.elf", ELFCLASS32, EM_386, 2u << 20,
+                                                       std::string("\xeb\xfe", 2));
 }
 
 ProcessResult run_kernel(const std::string& kernel, const std::vector<std::string>& extra) {

@@ -13,6 +13,7 @@
 
 #include "tests/integration/process_runner.h"
 #include "tests/integration/testguest_harness.h"
+#include "tests/integration/text_file.h"
 
 namespace carapace::testing {
 namespace {
@@ -28,16 +29,9 @@ std::vector<std::string> idle_vm(const std::string& console, std::vector<std::st
   return argv;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 bool wait_for_file_text(const std::string& path, const std::string& text) {
   for (int i = 0; i < 10000; ++i) {
-    if (read_text(path).find(text) != std::string::npos) return true;
+    if (read_text_file(path).find(text) != std::string::npos) return true;
     usleep(1000);
   }
   return false;
@@ -51,7 +45,7 @@ std::vector<std::pair<std::string, int>> seccomp_modes(int pid) {
   if (d == nullptr) return out;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    std::istringstream status(read_text(dir + "/" + e->d_name + "/status"));
+    std::istringstream status(read_text_file(dir + "/" + e->d_name + "/status"));
     std::string line, name;
     int mode = -1;
     while (std::getline(status, line)) {
@@ -69,7 +63,7 @@ TEST(SeccompKvm, EveryThreadOfARunningVmmIsFiltered) {
   const std::string console = ::testing::TempDir() + "seccomp-idle.console";
   RunningProcess vmm(idle_vm(console));
   ASSERT_TRUE(vmm.started());
-  ASSERT_TRUE(wait_for_file_text(console, "idle ready")) << read_text(console) << vmm.err();
+  ASSERT_TRUE(wait_for_file_text(console, "idle ready")) << read_text_file(console) << vmm.err();
   auto modes = seccomp_modes(vmm.pid());
   // main, event loop, console writer, two vCPUs.
   EXPECT_GE(modes.size(), 5u);

@@ -18,6 +18,7 @@
 #include "common/http/http_client.h"
 #include "snapshot/snapshot_dir.h"
 #include "snapshot/state_file.h"
+#include "tests/integration/counter_support.h"
 #include "tests/integration/testguest_harness.h"
 
 namespace carapace::testing {
@@ -28,24 +29,6 @@ namespace fs = std::filesystem;
 constexpr int kClones = 20;
 const char kCmdline[] =
     "testguest.run=counter testguest.mib=32 testguest.rounds=30 testguest.isolate";
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << bytes;
-}
-
-std::string final_value(const std::string& console) {
-  std::smatch m;
-  static const std::regex re("counter final (0x[0-9a-f]+)");
-  return std::regex_search(console, m, re) ? m[1].str() : "";
-}
 
 int count_lines(const std::string& s) {
   return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
@@ -122,7 +105,7 @@ std::string SnapshotRestoreKvm::take_snapshot() {
   std::tie(st, body) = api.call("PUT", "/snapshot/create", "{\"dir\": \"" + snap_ + "\"}");
   EXPECT_EQ(st, 200) << body;
   // docs/security.md #24: a snapshot that cannot be written is an error; the VM goes on.
-  spit(dir_ + "/not-a-dir", "x");
+  write_text_file(dir_ + "/not-a-dir", "x");
   std::tie(st, body) =
       api.call("PUT", "/snapshot/create", "{\"dir\": \"" + dir_ + "/not-a-dir/snap\"}");
   EXPECT_EQ(st, 500) << body;
@@ -134,7 +117,7 @@ std::string SnapshotRestoreKvm::take_snapshot() {
   EXPECT_NE(r.out.find("TESTGUEST PASS counter"), std::string::npos) << parent_log_;
   // The socket goes when the VM ends.
   EXPECT_NE(access(api.sock.c_str(), F_OK), 0) << "API socket left behind";
-  return final_value(r.out);
+  return counter_final_value(r.out);
 }
 
 // Twenty clones of one snapshot: each ends like an uninterrupted run and none sees another's
@@ -146,7 +129,7 @@ TEST_F(SnapshotRestoreKvm, TwentyClonesFinishWithTheUninterruptedValueAndStayIso
   // The value of a run nobody paused: the parent's must be the same, or the pause already broke it.
   ProcessResult plain = run_process(run_argv(dir_, "plain"), std::chrono::seconds(150));
   ASSERT_EQ(plain.exit_code, 0) << describe(plain);
-  ASSERT_EQ(final_value(plain.out), expected) << describe(plain);
+  ASSERT_EQ(counter_final_value(plain.out), expected) << describe(plain);
   ProcessResult r =
       run_process({carapace_binary(), "restore", "--snapshot", snap_, "--clones",
                    std::to_string(kClones), "--vsock", "cid=100,uds=" + dir_ + "/clone.vsock",
@@ -154,8 +137,8 @@ TEST_F(SnapshotRestoreKvm, TwentyClonesFinishWithTheUninterruptedValueAndStayIso
                   std::chrono::seconds(300));
   ASSERT_EQ(r.exit_code, 0) << describe(r);
   for (int i = 0; i < kClones; ++i) {
-    const std::string out = slurp(dir_ + "/clone.log." + std::to_string(i));
-    EXPECT_EQ(final_value(out), expected) << "clone " << i << ":\n" << out;
+    const std::string out = read_text_file(dir_ + "/clone.log." + std::to_string(i));
+    EXPECT_EQ(counter_final_value(out), expected) << "clone " << i << ":\n" << out;
     EXPECT_NE(out.find("TESTGUEST PASS counter"), std::string::npos) << out;
     // A clone starts mid-run (after round 3), and sees its own CID.
     EXPECT_EQ(out.find("round 1/30 "), std::string::npos) << out;
@@ -191,15 +174,15 @@ TEST_F(SnapshotRestoreKvm, InspectReportsAValidSnapshot) {
 // when given (nullptr: a hard link to the original, which nothing writes).
 std::string make_variant(const std::string& good, const std::string& dir, const std::string& name,
                          const std::string* state, const std::string* memory) {
-  auto bytes = slurp(good + "/state");
+  auto bytes = read_text_file(good + "/state");
   auto decoded = decode_state_file(std::vector<uint8_t>(bytes.begin(), bytes.end()));
   EXPECT_TRUE(decoded.ok());
   std::string mem_name = memory_file_name(decoded.ok() ? decoded->memory_generation : 1);
   std::string v = dir + "/" + name;
   fs::create_directories(v);
-  spit(v + "/state", state ? *state : bytes);
+  write_text_file(v + "/state", state ? *state : bytes);
   if (memory)
-    spit(v + "/" + mem_name, *memory);
+    write_text_file(v + "/" + mem_name, *memory);
   else
     fs::create_hard_link(good + "/" + mem_name, v + "/" + mem_name);
   return v;
@@ -220,7 +203,7 @@ std::string with_checksum(std::string s) {
 TEST_F(SnapshotRestoreKvm, CorruptSnapshotsAreRefusedBeforeAnyVmExists) {
   ASSERT_TRUE(kvm_usable());
   ASSERT_NE(parent_final(), "") << parent_log_;
-  const std::string good = slurp(snap_ + "/state");
+  const std::string good = read_text_file(snap_ + "/state");
   ASSERT_GT(good.size(), 64u);
   const uint64_t ram = 128ull << 20;
 

@@ -7,26 +7,14 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <atomic>
 #include <thread>
 
+#include "tests/integration/unix_sockets.h"
 #include "tests/integration/virtio_test_support.h"
 
 namespace carapace::testing {
 namespace {
-
-int bind_dgram(const std::string& path) {
-  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 ProcessResult expect_hostile_pass(const std::vector<std::string>& flags) {
   auto r = run_virtio("hostile", "", flags);
@@ -53,8 +41,8 @@ TEST(VirtioHostileKvm, EveryDeviceAtOnce) {
   const std::string rw = dir.file("rw.img"), ro = dir.file("ro.img"), net = dir.file("net.sock");
   ASSERT_TRUE(write_pattern_image(rw, 1 << 20));
   ASSERT_TRUE(write_pattern_image(ro, 1 << 20));
-  int peer = bind_dgram(net);
-  ASSERT_GE(peer, 0);
+  UniqueFd peer = unix_socket(SOCK_DGRAM, net, SocketEnd::kBind);
+  ASSERT_TRUE(peer.valid());
   // The peer reads while the guest runs: a datagram peer holds only a few frames, and a full one
   // makes the device hold TX back (flow control) until it drains. Only whole Ethernet frames may
   // reach it: runts and oversized frames are dropped by the device.
@@ -63,9 +51,9 @@ TEST(VirtioHostileKvm, EveryDeviceAtOnce) {
   std::thread reader([&] {
     char buf[70000];
     while (!stop.load()) {
-      pollfd p{peer, POLLIN, 0};
+      pollfd p{peer.get(), POLLIN, 0};
       if (poll(&p, 1, 20) <= 0) continue;
-      ssize_t n = recv(peer, buf, sizeof buf, MSG_DONTWAIT);
+      ssize_t n = recv(peer.get(), buf, sizeof buf, MSG_DONTWAIT);
       if (n <= 0) continue;
       ++frames;
       if (n < 14) ++runts;
@@ -77,7 +65,7 @@ TEST(VirtioHostileKvm, EveryDeviceAtOnce) {
                            "--net", "unix=" + net, "--vsock", "cid=3,uds=" + dir.file("v.sock")});
   stop.store(true);
   reader.join();
-  close(peer);
+  peer.reset();
   for (const char* name : {"rng0", "blk0", "blk1", "net0", "vsock0"})
     EXPECT_NE(r.out.find(std::string("testguest: hostile ") + name + " survived"),
               std::string::npos)

@@ -8,8 +8,10 @@
 #include <sys/un.h>
 
 #include <cstring>
+#include <optional>
 #include <thread>
 
+#include "tests/integration/unix_sockets.h"
 #include "tests/integration/virtio_test_support.h"
 
 namespace carapace::testing {
@@ -17,39 +19,48 @@ namespace {
 
 class PeerSocket {
  public:
-  explicit PeerSocket(const std::string& path) : path_(path) {
-    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-    if (fd_ >= 0 && bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~PeerSocket() {
-    if (fd_ >= 0) close(fd_);
-  }
-  bool ok() const { return fd_ >= 0; }
+  explicit PeerSocket(const std::string& path)
+      : path_(path), fd_(unix_socket(SOCK_DGRAM, path, SocketEnd::kBind)) {}
+  bool ok() const { return fd_.valid(); }
   // The next frame, or an empty string after `timeout_ms`.
   std::string receive(int timeout_ms) {
-    pollfd p{fd_, POLLIN, 0};
+    pollfd p{fd_.get(), POLLIN, 0};
     if (poll(&p, 1, timeout_ms) <= 0) return {};
     char buf[70000];
-    ssize_t n = recv(fd_, buf, sizeof buf, 0);
+    ssize_t n = recv(fd_.get(), buf, sizeof buf, 0);
     return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
   }
   bool send_to_vm(const std::string& frame) {
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    snprintf(a.sun_path, sizeof a.sun_path, "%s.vm", path_.c_str());
-    return sendto(fd_, frame.data(), frame.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof a) ==
-           static_cast<ssize_t>(frame.size());
+    sockaddr_un a = unix_address(path_ + ".vm");
+    return sendto(fd_.get(), frame.data(), frame.size(), 0, reinterpret_cast<sockaddr*>(&a),
+                  sizeof a) == static_cast<ssize_t>(frame.size());
   }
 
  private:
   std::string path_;
-  int fd_ = -1;
+  UniqueFd fd_;
+};
+
+// The net scenario's VM and its datagram peer, in a fresh folder.
+class VirtioNetKvm : public ::testing::Test {
+ protected:
+  // Binds the peer, starts the scenario with `words` and `--net unix=<peer><net_options>`, and
+  // waits until the guest prints `ready`.
+  void start_vm(const std::string& words, const std::string& net_options,
+                const std::string& ready) {
+    ASSERT_TRUE(kvm_usable());
+    ASSERT_TRUE(dir_.ok());
+    const std::string sock = dir_.file("net.sock");
+    peer_.emplace(sock);
+    ASSERT_TRUE(peer_->ok());
+    vm_.emplace(virtio_argv("net", words, {"--net", "unix=" + sock + net_options}));
+    ASSERT_TRUE(vm_->started());
+    ASSERT_TRUE(vm_->wait_for_output(ready, std::chrono::seconds(30))) << vm_->out() << vm_->err();
+  }
+
+  TempDir dir_;
+  std::optional<PeerSocket> peer_;
+  std::optional<RunningProcess> vm_;
 };
 
 std::vector<std::string> receive_all(PeerSocket& peer, int first_timeout_ms) {
@@ -103,19 +114,10 @@ std::string udp_frame(uint8_t dst_last, uint16_t port, const std::string& text) 
   return f;
 }
 
-TEST(VirtioNetKvm, GuestSendsFramesAndEchoes) {
-  ASSERT_TRUE(kvm_usable());
-  TempDir dir;
-  ASSERT_TRUE(dir.ok());
-  const std::string sock = dir.file("net.sock");
-  PeerSocket peer(sock);
-  ASSERT_TRUE(peer.ok());
-  RunningProcess vm(virtio_argv("net", "testguest.net.echo=3", {"--net", "unix=" + sock}));
-  ASSERT_TRUE(vm.started());
-  ASSERT_TRUE(vm.wait_for_output("testguest: net echo ready", std::chrono::seconds(30)))
-      << vm.out() << vm.err();
-  auto sent = receive_all(peer, 5000);
-  ASSERT_EQ(sent.size(), 8u) << vm.out() << vm.err();
+TEST_F(VirtioNetKvm, GuestSendsFramesAndEchoes) {
+  ASSERT_NO_FATAL_FAILURE(start_vm("testguest.net.echo=3", "", "testguest: net echo ready"));
+  auto sent = receive_all(*peer_, 5000);
+  ASSERT_EQ(sent.size(), 8u) << vm_->out() << vm_->err();
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(ethertype(sent[i]), 0x88b5);
     EXPECT_TRUE(contains(sent[i], "testguest raw frame " + std::to_string(i)));
@@ -132,9 +134,9 @@ TEST(VirtioNetKvm, GuestSendsFramesAndEchoes) {
                                        udp_frame(15, 1001, "echo me 2")};
   to_guest[1].replace(0, 14, to_guest[0].substr(0, 12) + "\x88\xb5");
   for (const auto& f : to_guest)
-    ASSERT_TRUE(peer.send_to_vm(f)) << strerror(errno);
-  auto echoed = receive_all(peer, 10000);
-  auto r = vm.finish();
+    ASSERT_TRUE(peer_->send_to_vm(f)) << strerror(errno);
+  auto echoed = receive_all(*peer_, 10000);
+  auto r = vm_->finish();
   EXPECT_TRUE(passed(r, "net"));
   ASSERT_EQ(echoed.size(), 3u) << describe(r);
   for (size_t i = 0; i < 3; ++i)
@@ -143,26 +145,17 @@ TEST(VirtioNetKvm, GuestSendsFramesAndEchoes) {
 
 // allow=10.0.2.2/32:udp:9999: ARP and the allowed datagram pass; raw frames, the other
 // destinations, ports and protocols never reach the host socket; echoes are filtered the same way.
-TEST(VirtioNetKvm, EgressPolicyDropsDeniedFrames) {
-  ASSERT_TRUE(kvm_usable());
-  TempDir dir;
-  ASSERT_TRUE(dir.ok());
-  const std::string sock = dir.file("net.sock");
-  PeerSocket peer(sock);
-  ASSERT_TRUE(peer.ok());
-  RunningProcess vm(virtio_argv("net", "testguest.net.echo=2",
-                                {"--net", "unix=" + sock + ",allow=10.0.2.2/32:udp:9999"}));
-  ASSERT_TRUE(vm.started());
-  ASSERT_TRUE(vm.wait_for_output("testguest: net echo ready", std::chrono::seconds(30)))
-      << vm.out() << vm.err();
+TEST_F(VirtioNetKvm, EgressPolicyDropsDeniedFrames) {
+  ASSERT_NO_FATAL_FAILURE(
+      start_vm("testguest.net.echo=2", ",allow=10.0.2.2/32:udp:9999", "testguest: net echo ready"));
   // The guest echoes frames unchanged: one to 10.0.2.2:9999 is allowed out, one to port 8888 not.
   std::string allowed = udp_frame(2, 9999, "echo allowed");
   std::string denied = udp_frame(2, 8888, "echo denied");
-  ASSERT_TRUE(peer.send_to_vm(allowed));
-  ASSERT_TRUE(peer.send_to_vm(denied));
-  auto r = vm.finish();
+  ASSERT_TRUE(peer_->send_to_vm(allowed));
+  ASSERT_TRUE(peer_->send_to_vm(denied));
+  auto r = vm_->finish();
   EXPECT_TRUE(passed(r, "net"));
-  auto frames = receive_all(peer, 1000);
+  auto frames = receive_all(*peer_, 1000);
   ASSERT_EQ(frames.size(), 3u) << describe(r);
   EXPECT_EQ(ethertype(frames[0]), 0x0806) << "ARP passes a policy";
   EXPECT_TRUE(contains(frames[1], "testguest udp allowed"));
@@ -176,19 +169,10 @@ TEST(VirtioNetKvm, EgressPolicyDropsDeniedFrames) {
 // docs/security.md #16: the host floods the guest while its receive ring is full; once the guest
 // drains, RX resumes and every frame arrives in order: a connected Unix datagram sender blocks
 // while the VMM does not read, so a device that stops reading when the ring is full loses nothing.
-TEST(VirtioNetKvm, FloodWhileRingFullResumes) {
-  ASSERT_TRUE(kvm_usable());
-  TempDir dir;
-  ASSERT_TRUE(dir.ok());
-  const std::string sock = dir.file("net.sock");
-  PeerSocket peer(sock);
-  ASSERT_TRUE(peer.ok());
+TEST_F(VirtioNetKvm, FloodWhileRingFullResumes) {
   constexpr int kFrames = 300;
-  RunningProcess vm(virtio_argv("net", "testguest.net.sink=" + std::to_string(kFrames),
-                                {"--net", "unix=" + sock}));
-  ASSERT_TRUE(vm.started());
-  ASSERT_TRUE(vm.wait_for_output("testguest: net sink ready", std::chrono::seconds(30)))
-      << vm.out() << vm.err();
+  ASSERT_NO_FATAL_FAILURE(
+      start_vm("testguest.net.sink=" + std::to_string(kFrames), "", "testguest: net sink ready"));
   std::thread flood([&] {
     for (int i = 0; i < kFrames; ++i) {
       std::string f = std::string(12, '\xff') + "\x88\xb5" + std::string(46, 'f');
@@ -196,16 +180,16 @@ TEST(VirtioNetKvm, FloodWhileRingFullResumes) {
       f[15] = static_cast<char>(i >> 16);
       f[16] = static_cast<char>(i >> 8);
       f[17] = static_cast<char>(i);
-      if (!peer.send_to_vm(f)) break;
+      if (!peer_->send_to_vm(f)) break;
     }
   });
-  auto r = vm.finish();
+  auto r = vm_->finish();
   flood.join();
   EXPECT_TRUE(passed(r, "net"));
   EXPECT_TRUE(has_line(r.out, "testguest: net sink received 300 of 300 frames")) << describe(r);
 }
 
-TEST(VirtioNetKvm, MissingDeviceFailsInGuest) {
+TEST_F(VirtioNetKvm, MissingDeviceFailsInGuest) {
   ASSERT_TRUE(kvm_usable());
   auto r = run_virtio("net", "", {});
   EXPECT_TRUE(has_line(r.out, "TESTGUEST FAIL net: no virtio-net device (run with --net)"))

@@ -5,55 +5,15 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 
 #include <cstring>
 #include <thread>
 
+#include "tests/integration/unix_sockets.h"
 #include "tests/integration/virtio_test_support.h"
 
 namespace carapace::testing {
 namespace {
-
-int unix_stream(const std::string& path, bool listen_there) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-  int rc = listen_there ? bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a)
-                        : connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  if (rc == 0 && listen_there) rc = listen(fd, 4);
-  if (rc != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Reads until `n` bytes, EOF, or `timeout_ms` of silence.
-std::string read_some(int fd, size_t n, int timeout_ms) {
-  std::string got;
-  char buf[65536];
-  while (got.size() < n) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, timeout_ms) <= 0) break;
-    ssize_t r = read(fd, buf, std::min(sizeof buf, n - got.size()));
-    if (r <= 0) break;
-    got.append(buf, static_cast<size_t>(r));
-  }
-  return got;
-}
-
-std::string read_line(int fd, int timeout_ms) {
-  std::string line;
-  while (line.empty() || line.back() != '\n') {
-    std::string c = read_some(fd, 1, timeout_ms);
-    if (c.empty()) break;
-    line += c;
-  }
-  return line;
-}
 
 TEST(VirtioVsockKvm, HostConnectsAndGuestEchoes) {
   ASSERT_TRUE(kvm_usable());
@@ -66,10 +26,10 @@ TEST(VirtioVsockKvm, HostConnectsAndGuestEchoes) {
   ASSERT_TRUE(
       vm.wait_for_output("testguest: vsock listening on port 1234", std::chrono::seconds(30)))
       << vm.out() << vm.err();
-  int fd = unix_stream(uds, false);
-  ASSERT_GE(fd, 0) << strerror(errno);
-  ASSERT_EQ(write(fd, "CONNECT 1234\n", 13), 13);
-  const std::string ok = read_line(fd, 10000);
+  UniqueFd fd = unix_socket(SOCK_STREAM, uds, SocketEnd::kConnect);
+  ASSERT_TRUE(fd.valid()) << strerror(errno);
+  ASSERT_EQ(write(fd.get(), "CONNECT 1234\n", 13), 13);
+  const std::string ok = read_line(fd.get(), 10000);
   EXPECT_EQ(ok.rfind("OK ", 0), 0u) << ok;
   // 200 KiB: more than the guest's 64 KiB receive buffer, so credit updates must flow. A writer
   // thread, since the echo comes back while we send.
@@ -79,15 +39,15 @@ TEST(VirtioVsockKvm, HostConnectsAndGuestEchoes) {
   std::thread writer([&] {
     size_t off = 0;
     while (off < data.size()) {
-      ssize_t w = write(fd, data.data() + off, std::min<size_t>(8192, data.size() - off));
+      ssize_t w = write(fd.get(), data.data() + off, std::min<size_t>(8192, data.size() - off));
       if (w <= 0) break;
       off += static_cast<size_t>(w);
     }
-    shutdown(fd, SHUT_WR);
+    shutdown(fd.get(), SHUT_WR);
   });
-  const std::string echoed = read_some(fd, data.size() + 1, 10000);
+  const std::string echoed = read_some(fd.get(), data.size() + 1, 10000);
   writer.join();
-  close(fd);
+  fd.reset();
   auto r = vm.finish();
   EXPECT_TRUE(passed(r, "vsock"));
   EXPECT_EQ(echoed.size(), data.size()) << describe(r);
@@ -101,22 +61,21 @@ TEST(VirtioVsockKvm, GuestConnectsToHostListener) {
   TempDir dir;
   ASSERT_TRUE(dir.ok());
   const std::string uds = dir.file("v.sock");
-  int listener = unix_stream(uds + "_5678", true);
-  ASSERT_GE(listener, 0) << strerror(errno);
+  UniqueFd listener = unix_socket(SOCK_STREAM, uds + "_5678", SocketEnd::kListen);
+  ASSERT_TRUE(listener.valid()) << strerror(errno);
   std::string greeting, rest;
   std::thread host([&] {
-    pollfd p{listener, POLLIN, 0};
+    pollfd p{listener.get(), POLLIN, 0};
     if (poll(&p, 1, 30000) <= 0) return;
-    int c = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-    if (c < 0) return;
-    greeting = read_line(c, 10000);
-    (void)!write(c, "hello from host\n", 16);
-    rest = read_some(c, 1, 10000);  // EOF once the guest closes
-    close(c);
+    UniqueFd c(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!c.valid()) return;
+    greeting = read_line(c.get(), 10000);
+    (void)!write(c.get(), "hello from host\n", 16);
+    rest = read_some(c.get(), 1, 10000);  // EOF once the guest closes
   });
   auto r = run_virtio("vsock", "testguest.vsock.connect=5678", {"--vsock", "cid=7,uds=" + uds});
   host.join();
-  close(listener);
+  listener.reset();
   EXPECT_TRUE(passed(r, "vsock"));
   EXPECT_EQ(greeting, "hello from guest cid 7\n") << describe(r);
   EXPECT_EQ(rest, "") << "nothing after the greeting, then EOF";

@@ -22,12 +22,10 @@ cannot run the guest's user space.
 
 import argparse
 import hashlib
-import http.client
 import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +35,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 EXAMPLES = os.path.join(REPO, "guest", "docgen", "examples")
 sys.path.insert(0, os.path.join(REPO, "guest", "docgen", "tests"))
+sys.path.insert(0, os.path.join(REPO, "clients", "python"))
+
+from carapace_client.transport import UnixHTTPConnection  # noqa: E402
 
 FORMATS = ("docx", "pptx", "xlsx", "pdf")
 BOOT = "console=ttyS0 root=/dev/vda ro init=/usr/sbin/carapace-agent reboot=k panic=-1"
@@ -48,18 +49,6 @@ class Failure(Exception):
 
 def say(msg):
     print(f"image_microvm_test: {msg}", flush=True)
-
-
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path, timeout):
-        super().__init__("vm", timeout=timeout)
-        self.unix_path = path
-
-    def connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        s.connect(self.unix_path)
-        self.sock = s
 
 
 class Test:
@@ -133,7 +122,7 @@ class Test:
         raise Failure(f"{what}: the agent did not answer ping in {self.wait(seconds)} s")
 
     def api(self, sock, method, target, body=None, timeout=300):
-        conn = UnixHTTP(sock, self.wait(timeout))
+        conn = UnixHTTPConnection(sock, self.wait(timeout))
         conn.request(method, target, body=json.dumps(body) if body is not None else None,
                      headers={"Content-Type": "application/json"})
         resp = conn.getresponse()

@@ -11,7 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from daemon_harness import DaemonTestCase, cc  # noqa: E402
+from daemon_harness import DaemonTestCase, cc, reap  # noqa: E402
 
 
 class ClientsOverKvm(DaemonTestCase):
@@ -70,7 +70,7 @@ class ClientsOverKvm(DaemonTestCase):
         proc = subprocess.Popen([self.daemon.exe, "mcp", "--template", self.tpl.id],
                                 env=self.daemon.env(), stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.addCleanup(self._reap, proc)
+        self.addCleanup(reap, proc)
 
         def rpc(i, method, params=None):
             msg = {"jsonrpc": "2.0", "id": i, "method": method}
@@ -93,17 +93,6 @@ class ClientsOverKvm(DaemonTestCase):
         self.assertEqual(proc.wait(60), 0, proc.stderr.read().decode())
         self.assertEqual(self.ids(), before, "carapace mcp left its sandbox behind")
 
-
-def _reap(self, proc):
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-    for f in (proc.stdin, proc.stdout, proc.stderr):
-        if f and not f.closed:
-            f.close()
-
-
-ClientsOverKvm._reap = _reap
 
 if __name__ == "__main__":
     unittest.main()

@@ -114,6 +114,17 @@ class Daemon:
         return dict(os.environ, CARAPACE_SOCKET=self.socket)
 
 
+def reap(proc):
+    """Kills a client process a test started if it still runs, and closes its pipes (a cleanup:
+    a failed check must not leave the child or its file descriptors behind)."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        if f and not f.closed:
+            f.close()
+
+
 class DaemonTestCase(unittest.TestCase):
     """One daemon for the whole test class, with one template made by `TEMPLATE` (the name of a
     Daemon method: "process_template" or "testguest_template") as `cls.tpl`."""

@@ -11,7 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from daemon_harness import DOC_SPEC, DaemonTestCase, cc  # noqa: E402
+from daemon_harness import DOC_SPEC, DaemonTestCase, cc, reap  # noqa: E402
 
 
 class McpE2E(DaemonTestCase):
@@ -19,7 +19,7 @@ class McpE2E(DaemonTestCase):
         proc = subprocess.Popen(
             [self.daemon.exe, "mcp", "--socket", self.daemon.socket, *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.addCleanup(self._reap, proc)
+        self.addCleanup(reap, proc)
         self._id = 0
         return proc
 
@@ -110,17 +110,6 @@ class McpE2E(DaemonTestCase):
         self.assertEqual(proc.wait(60), 0)
         self.assertEqual(cc.Sandbox.connect(sb.id, client=self.daemon.client).state, "running")
 
-
-def _reap(self, proc):
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-    for f in (proc.stdin, proc.stdout, proc.stderr):
-        if f and not f.closed:
-            f.close()
-
-
-McpE2E._reap = _reap
 
 if __name__ == "__main__":
     unittest.main()

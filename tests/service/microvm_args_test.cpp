@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 namespace carapace::service {
 namespace {
@@ -16,6 +17,17 @@ bool has_pair(const std::vector<std::string>& argv, const std::string& flag,
   return false;
 }
 
+// `argv` is `program command ...` and holds each flag of `flags` followed by its value.
+void expect_command(const std::vector<std::string>& argv, const std::string& program,
+                    const std::string& command,
+                    const std::vector<std::pair<std::string, std::string>>& flags) {
+  ASSERT_GE(argv.size(), 2u);
+  EXPECT_EQ(argv[0], program);
+  EXPECT_EQ(argv[1], command);
+  for (const auto& [flag, value] : flags)
+    EXPECT_TRUE(has_pair(argv, flag, value)) << flag << " " << value;
+}
+
 TEST(MicrovmArgs, BootCommandLineCarriesDevicesAndToken) {
   TemplateSpec spec;
   spec.kernel = "/k";
@@ -25,16 +37,15 @@ TEST(MicrovmArgs, BootCommandLineCarriesDevicesAndToken) {
   spec.mem_mib = 128;
   VmPaths p = vm_paths("/state/tpl", "boot");
   auto argv = boot_argv(spec, "/bin/carapace", p, 7, "abcd");
-  EXPECT_EQ(argv[0], "/bin/carapace");
-  EXPECT_EQ(argv[1], "run");
-  EXPECT_TRUE(has_pair(argv, "--kernel", "/k"));
-  EXPECT_TRUE(has_pair(argv, "--drive", "path=/r.ext4,ro=on"));
-  EXPECT_TRUE(has_pair(argv, "--vcpus", "2"));
-  EXPECT_TRUE(has_pair(argv, "--mem", "128"));
-  EXPECT_TRUE(has_pair(argv, "--vsock", "cid=7,uds=/state/tpl/boot/vsock"));
-  EXPECT_TRUE(has_pair(argv, "--api-sock", "/state/tpl/boot/api"));
-  EXPECT_TRUE(has_pair(argv, "--console", "file:/state/tpl/boot/console,max=1048576"));
-  EXPECT_TRUE(has_pair(argv, "--cmdline", "testguest.run=agent-ping carapace.token=abcd"));
+  expect_command(argv, "/bin/carapace", "run",
+                 {{"--kernel", "/k"},
+                  {"--drive", "path=/r.ext4,ro=on"},
+                  {"--vcpus", "2"},
+                  {"--mem", "128"},
+                  {"--vsock", "cid=7,uds=/state/tpl/boot/vsock"},
+                  {"--api-sock", "/state/tpl/boot/api"},
+                  {"--console", "file:/state/tpl/boot/console,max=1048576"},
+                  {"--cmdline", "testguest.run=agent-ping carapace.token=abcd"}});
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--initrd"), 0);
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--no-seccomp"), 0);
   auto unfiltered = boot_argv(spec, "/bin/carapace", p, 7, "abcd", /*seccomp=*/false);
@@ -104,16 +115,15 @@ TEST(MicrovmArgs, JailedCommandLineWrapsTheVmm) {
             (std::vector<std::string>{"/s/tpl-1/snapshot:ro", "/r.ext4:ro", "/s/tpl-1/i3"}));
   auto vmm = restore_argv(spec, "/bin/carapace", "/s/tpl-1/snapshot", p, 9);
   auto argv = jailed_argv(j, "/bin/carapace", vmm);
-  EXPECT_EQ(argv[0], "/bin/carapace");
-  EXPECT_EQ(argv[1], "jail");
-  EXPECT_TRUE(has_pair(argv, "--id", "vm-tpl-1-abcd-i3"));
-  EXPECT_TRUE(has_pair(argv, "--exec-file", "/bin/carapace"));
-  EXPECT_TRUE(has_pair(argv, "--uid", "261234"));
-  EXPECT_TRUE(has_pair(argv, "--gid", "261234"));
-  EXPECT_TRUE(has_pair(argv, "--netns", "new"));
-  EXPECT_TRUE(has_pair(argv, "--proc", "pids"));
-  EXPECT_TRUE(has_pair(argv, "--mem-limit", std::to_string(256 + kVmmMemOverheadMib)));
-  EXPECT_TRUE(has_pair(argv, "--bind", "/s/tpl-1/i3"));
+  expect_command(argv, "/bin/carapace", "jail",
+                 {{"--id", "vm-tpl-1-abcd-i3"},
+                  {"--exec-file", "/bin/carapace"},
+                  {"--uid", "261234"},
+                  {"--gid", "261234"},
+                  {"--netns", "new"},
+                  {"--proc", "pids"},
+                  {"--mem-limit", std::to_string(256 + kVmmMemOverheadMib)},
+                  {"--bind", "/s/tpl-1/i3"}});
   // After "--": the VMM's own command line without its argv[0] (the jail runs --exec-file).
   auto dash = std::find(argv.begin(), argv.end(), "--");
   ASSERT_NE(dash, argv.end());

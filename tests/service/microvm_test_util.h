@@ -23,6 +23,7 @@
 
 #include "daemon/backends/backend.h"
 #include "tests/integration/proc_status.h"
+#include "tests/integration/text_file.h"
 
 namespace carapace::service {
 
@@ -36,12 +37,7 @@ inline bool pid_alive(int pid) {
   return pid > 0 && ::kill(pid, 0) == 0;
 }
 
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using carapace::testing::read_text_file;
 
 // Entries of `dir` (not recursive), sorted. An empty "jails" folder (where a jailed template's
 // jails live; the jail supervisor leaves the folder itself) is not listed: a non-empty one is.
@@ -56,7 +52,7 @@ inline std::set<std::string> entries(const std::string& dir) {
 
 // A process's command line, split at its NULs.
 inline std::vector<std::string> cmdline_of(const std::string& pid) {
-  const std::string raw = read_text("/proc/" + pid + "/cmdline");
+  const std::string raw = read_text_file("/proc/" + pid + "/cmdline");
   std::vector<std::string> args;
   size_t start = 0;
   while (start < raw.size()) {
@@ -84,7 +80,7 @@ inline int pooled_vmm_pid(const std::string& dir) {
 
 // utime + stime of a process, in clock ticks.
 inline uint64_t cpu_ticks(int pid) {
-  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
   const size_t close = stat.rfind(')');  // the command name may hold spaces
   unsigned long long utime = 0, stime = 0;
   if (close == std::string::npos ||

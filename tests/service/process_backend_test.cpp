@@ -4,7 +4,6 @@
 // nothing behind once destroyed (docs/security.md #30). Needs root and build/guest/rootfs.ext4
 // (label image).
 #include <dirent.h>
-#include <glob.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -13,13 +12,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
 
 #include "daemon/backends/backend.h"
 #include "tests/integration/host_leak_scan.h"
+#include "tests/integration/process_cgroups.h"
 
 namespace carapace::service {
 namespace {
@@ -29,16 +28,8 @@ bool exists(const std::string& p) {
   return ::lstat(p.c_str(), &st) == 0;
 }
 
-std::vector<std::string> cgroup_dirs(const std::string& name) {
-  std::vector<std::string> out;
-  glob_t g{};
-  const std::string pattern = "/sys/fs/cgroup/*/carapace/process-" + name;
-  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
-    for (size_t i = 0; i < g.gl_pathc; ++i)
-      out.push_back(g.gl_pathv[i]);
-  ::globfree(&g);
-  return out;
-}
+using carapace::testing::agent_pid_in;
+using carapace::testing::sandbox_v1_cgroup_dirs;
 
 class ProcessBackendTest : public ::testing::Test {
  protected:
@@ -69,7 +60,7 @@ class ProcessBackendTest : public ::testing::Test {
     if (exists(dir_ + "/jails/" + name)) left += " jail;";
     if (exists(dir_ + "/" + name + ".sock")) left += " socket;";
     if (exists(dir_ + "/" + name + ".token")) left += " token;";
-    for (const auto& d : cgroup_dirs(name))
+    for (const auto& d : sandbox_v1_cgroup_dirs(name))
       left += " " + d + ";";
     return left;
   }
@@ -157,17 +148,7 @@ TEST_F(ProcessBackendTest, AgentKilledIsReportedAndCleanedSecurityChecks30) {
   ASSERT_TRUE(sb.ok()) << sb.error().describe();
   EXPECT_FALSE(from_pool);
   const std::string name = ctx_.template_id + "-1";
-  pid_t agent = 0;
-  for (const auto& d : cgroup_dirs(name)) {
-    std::ifstream procs(d + "/cgroup.procs");
-    pid_t p;
-    while (procs >> p) {
-      std::ifstream comm("/proc/" + std::to_string(p) + "/comm");
-      std::string c;
-      comm >> c;
-      if (c == "carapace-agent") agent = p;
-    }
-  }
+  const pid_t agent = agent_pid_in(sandbox_v1_cgroup_dirs(name));
   ASSERT_GT(agent, 0);
   ASSERT_EQ(::kill(agent, SIGKILL), 0);
   for (int i = 0; i < 500 && (*sb)->alive(); ++i)

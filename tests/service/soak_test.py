@@ -169,6 +169,14 @@ class SoakBase(dh.DaemonTestCase):
     DEFAULT_CYCLES = 0
 
     def cycle(self, i):
+        """One sandbox's whole life: created, exercised by the back end's check, killed."""
+        sb = cc.Sandbox.create(self.tpl.id, timeout=120, client=self.daemon.client)
+        try:
+            self.exercise(sb, i)
+        finally:
+            sb.kill()
+
+    def exercise(self, sb, i):
         raise NotImplementedError
 
     def run_soak(self, what):
@@ -225,18 +233,14 @@ class ProcessSoak(SoakBase):
     CYCLES_ENV = "CARAPACE_SOAK_PROCESS_CYCLES"
     DEFAULT_CYCLES = 5000
 
-    def cycle(self, i):
-        sb = cc.Sandbox.create(self.tpl.id, timeout=120, client=self.daemon.client)
-        try:
-            r = sb.exec(["echo", f"cycle {i}"], timeout=60)
-            if (r.exit_code, r.stdout) != (0, f"cycle {i}\n"):
-                raise AssertionError(f"exec said {r.exit_code} {r.stdout!r} {r.stderr!r}")
-            data = os.urandom(4096)
-            sb.files.write("soak.bin", data)
-            if sb.files.read("soak.bin") != data:
-                raise AssertionError("the file read back differs")
-        finally:
-            sb.kill()
+    def exercise(self, sb, i):
+        r = sb.exec(["echo", f"cycle {i}"], timeout=60)
+        if (r.exit_code, r.stdout) != (0, f"cycle {i}\n"):
+            raise AssertionError(f"exec said {r.exit_code} {r.stdout!r} {r.stderr!r}")
+        data = os.urandom(4096)
+        sb.files.write("soak.bin", data)
+        if sb.files.read("soak.bin") != data:
+            raise AssertionError("the file read back differs")
 
     def test_process_soak(self):
         self.run_soak("process")
@@ -247,14 +251,10 @@ class MicrovmSoak(SoakBase):
     CYCLES_ENV = "CARAPACE_SOAK_MICROVM_CYCLES"
     DEFAULT_CYCLES = 1000
 
-    def cycle(self, i):
-        sb = cc.Sandbox.create(self.tpl.id, timeout=120, client=self.daemon.client)
-        try:
-            state = sb.refresh().get("state")
-            if state != "running":
-                raise AssertionError(f"sandbox {sb.id} is {state}")
-        finally:
-            sb.kill()
+    def exercise(self, sb, i):
+        state = sb.refresh().get("state")
+        if state != "running":
+            raise AssertionError(f"sandbox {sb.id} is {state}")
 
     def test_microvm_soak(self):
         self.run_soak("microvm")

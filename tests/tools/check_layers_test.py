@@ -32,6 +32,13 @@ class CheckLayersTest(unittest.TestCase):
         with open(os.path.join(self.root, rel), 'a', encoding='utf-8') as f:
             f.write(text)
 
+    def assert_check_fails_saying(self, *lines):
+        """The check exits 1 and prints each of `lines`."""
+        r = self.check()
+        self.assertEqual(r.returncode, 1, r.stdout)
+        for line in lines:
+            self.assertIn(line, r.stdout)
+
     def test_the_committed_tree_passes(self):
         r = self.check()
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -40,30 +47,22 @@ class CheckLayersTest(unittest.TestCase):
     def test_a_planted_back_edge_fails_with_the_offending_include(self):
         # The guest-memory layer reaching up into the daemon: the kind of edge the DAG forbids.
         self.append('vmm/memory/guest_memory.h', '\n#include "daemon/core/sandbox_service.h"\n')
-        r = self.check()
-        self.assertEqual(r.returncode, 1, r.stdout)
-        self.assertIn('vmm/memory/guest_memory.h:', r.stdout)
-        self.assertIn('includes daemon/core/sandbox_service.h: vmm/memory may not include '
-                      'daemon/core', r.stdout)
+        self.assert_check_fails_saying(
+            'vmm/memory/guest_memory.h:',
+            'includes daemon/core/sandbox_service.h: vmm/memory may not include daemon/core')
 
     def test_a_device_including_the_machine_fails(self):
         self.append('vmm/devices/rng/rng.h', '\n#include "vmm/machine/machine.h"\n')
-        r = self.check()
-        self.assertEqual(r.returncode, 1, r.stdout)
-        self.assertIn('vmm/devices/rng may not include vmm/machine', r.stdout)
+        self.assert_check_fails_saying('vmm/devices/rng may not include vmm/machine')
 
     def test_an_undeclared_source_folder_fails(self):
         os.makedirs(os.path.join(self.root, 'egress'))
         self.append('egress/proxy.cpp', '#include "common/base/result.h"\n')
-        r = self.check()
-        self.assertEqual(r.returncode, 1, r.stdout)
-        self.assertIn('egress/: a source folder layers.txt does not declare', r.stdout)
+        self.assert_check_fails_saying('egress/: a source folder layers.txt does not declare')
 
     def test_a_cycle_in_the_declaration_fails(self):
         self.append('layers.txt', 'cycle/a: cycle/b\ncycle/b: cycle/a\n')
-        r = self.check()
-        self.assertEqual(r.returncode, 1, r.stdout)
-        self.assertIn('cycle: cycle/a -> cycle/b -> cycle/a', r.stdout)
+        self.assert_check_fails_saying('cycle: cycle/a -> cycle/b -> cycle/a')
 
 
 if __name__ == '__main__':
