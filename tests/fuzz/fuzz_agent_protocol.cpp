@@ -271,5 +271,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // An input's post_restore may have set a token: without this the next input's exec could pass
+  // the token check and reach the missing child registry (inputs must not depend on each other).
+  fixture().ctx->token.set("");
   return fuzz::run_one_mode(data, size, {fuzz_agent_stream, fuzz_agent_op, fuzz_host_client});
 }
