@@ -101,7 +101,7 @@ std::string parse_framing(const HttpHeaders& h, BodyFraming& out, bool* unsuppor
 }  // namespace
 
 std::optional<Rejection> parse_request_head(std::string_view head, size_t max_headers,
-                                            HttpRequest& out) {
+                                            HttpRequest& out, TargetForms forms) {
   std::string_view rest = head;
   std::string_view line = next_line(rest);
   // Bare CR or LF anywhere in the head is refused: they are how one message hides in another.
@@ -118,8 +118,17 @@ std::optional<Rejection> parse_request_head(std::string_view head, size_t max_he
   if (!is_token(method) || method.size() > kMaxMethodLength) return bad_request("malformed method");
   int minor = parse_version(version);
   if (minor < 0) return bad_request("unsupported HTTP version (HTTP/1.0 and HTTP/1.1 only)");
-  // Origin form only: this server is no proxy (absolute form) and has no "*" resource.
-  if (target.empty() || target[0] != '/') return bad_request("request target must start with /");
+  if (forms == TargetForms::kOrigin) {
+    // Origin form only: this server is no proxy (absolute form) and has no "*" resource.
+    if (target.empty() || target[0] != '/') return bad_request("request target must start with /");
+  } else if (method == "CONNECT") {
+    if (target.empty() || target.find_first_of("/?@") != std::string_view::npos)
+      return bad_request("CONNECT needs an authority-form target (host:port)");
+  } else if (target.size() < 8 || !iequals(target.substr(0, 7), "http://")) {
+    return bad_request(target.size() >= 8 && iequals(target.substr(0, 8), "https://")
+                           ? "https:// through this proxy needs CONNECT"
+                           : "a proxy request needs an absolute http:// target");
+  }
   for (unsigned char c : target) {
     if (c <= 0x20 || c >= 0x7f) return bad_request("invalid byte in request target");
   }
@@ -140,10 +149,11 @@ std::optional<Rejection> parse_request_head(std::string_view head, size_t max_he
 
   out.method = std::string(method);
   out.target = std::string(target);
+  out.minor_version = minor;
+  if (forms == TargetForms::kProxy) return std::nullopt;
   size_t q = target.find('?');
   out.path = std::string(target.substr(0, q));
   out.query_string = q == std::string_view::npos ? "" : std::string(target.substr(q + 1));
-  out.minor_version = minor;
   return std::nullopt;
 }
 

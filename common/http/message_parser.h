@@ -22,11 +22,19 @@ struct Rejection {
   std::string message;
 };
 
+// Which request-target forms (RFC 9112 3.2) a server takes. An origin server takes origin-form
+// only ("/path?query"); a forward proxy takes authority-form for CONNECT ("host:port", 3.2.3)
+// and absolute-form for every other method ("http://host/path", 3.2.2) -- and no origin-form,
+// since it serves no resources of its own.
+enum class TargetForms { kOrigin, kProxy };
+
 // Fills method, target, path, query_string, minor_version and headers from `head` (lines ending
 // in CRLF, without the final empty line). Only HTTP/1.0 and HTTP/1.1 are spoken (400 otherwise);
-// a well-formed but unknown method gets 501; too many fields 431.
+// a well-formed but unknown method gets 501; too many fields 431. With TargetForms::kProxy,
+// `target` is the authority or absolute URI as sent and path/query_string stay empty.
 std::optional<Rejection> parse_request_head(std::string_view head, size_t max_headers,
-                                            HttpRequest& out);
+                                            HttpRequest& out,
+                                            TargetForms forms = TargetForms::kOrigin);
 
 struct StatusLine {
   int minor_version = 1;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the hand-made seeds of the parser fuzzers (fuzz_http_request, fuzz_service_requests,
-fuzz_agent_protocol, fuzz_mcp, fuzz_snapshot_state, fuzz_elf_loader, fuzz_cmdline) under
+fuzz_agent_protocol, fuzz_mcp, fuzz_snapshot_state, fuzz_elf_loader, fuzz_cmdline,
+fuzz_proxy_request) under
 tests/fuzz/corpus/<target>/ (run from anywhere). Each target's input format is described at the
 top of its source file; a few valid inputs and a few edge cases each."""
 import json
@@ -363,6 +364,24 @@ def cmdline_seeds():
     }
 
 
+# --- fuzz_proxy_request --------------------------------------------------------------------------
+def proxy_seeds():
+    def head(text, max_headers=32):
+        return u8(max_headers) + text.encode()
+    return {
+        "connect": head("CONNECT a.example.com:443 HTTP/1.1\r\nHost: a.example.com:443\r\n"),
+        "connect_v6": head("CONNECT [2001:db8::1]:443 HTTP/1.1\r\n"),
+        "connect_denied": head("CONNECT evil.example.com:443 HTTP/1.1\r\n"),
+        "forward": head("GET http://files.test/simple/?q=1 HTTP/1.1\r\nHost: other\r\n"
+                        "Connection: X-A\r\nX-A: 1\r\nProxy-Connection: keep-alive\r\n"),
+        "forward_body": head("POST HTTP://files.test:8080 HTTP/1.0\r\nContent-Length: 3\r\n"),
+        "userinfo": head("GET http://u:p@files.test/ HTTP/1.1\r\n"),
+        "https": head("GET https://files.test/ HTTP/1.1\r\n"),
+        "idna": head("CONNECT xn--bcher-kva.example.com:443 HTTP/1.1\r\n"),
+        "numeric": head("CONNECT 0x7f.0.0.1:443 HTTP/1.1\r\n"),
+    }
+
+
 if __name__ == "__main__":
     write("fuzz_http_request", http_seeds())
     write("fuzz_service_requests", service_seeds())
@@ -371,3 +390,4 @@ if __name__ == "__main__":
     write("fuzz_snapshot_state", snapshot_seeds())
     write("fuzz_elf_loader", elf_seeds())
     write("fuzz_cmdline", cmdline_seeds())
+    write("fuzz_proxy_request", proxy_seeds())

@@ -1,0 +1,17 @@
+// The egress proxy's control routes, for the daemon that owns it: the policy read and replaced
+// live, and the counters.
+#pragma once
+
+#include "common/base/result.h"
+#include "common/http/router.h"
+#include "egress/proxy/egress_proxy.h"
+
+namespace carapace::egress {
+
+nlohmann::json stats_to_json(const EgressStats& s);
+
+// GET /policy, PUT /policy (the whole policy; 400 naming the bad rule, the old one kept),
+// GET /stats.
+Status add_control_routes(http::Router& router, EgressProxy& proxy);
+
+}  // namespace carapace::egress

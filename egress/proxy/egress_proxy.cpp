@@ -1,0 +1,146 @@
+#include "egress/proxy/egress_proxy.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "common/base/log.h"
+
+#include "egress/policy/address_class.h"
+#include "egress/proxy/proxy_connection.h"
+
+namespace carapace::egress {
+namespace {
+
+constexpr char kOverCapacity[] =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+    "Content-Length: 47\r\n\r\ncarapace egress: too many connections, retry.\r\n";
+
+// Whether `c`, let through under an old policy, is still allowed under `policy`.
+bool still_allowed(const EgressPolicy& policy, const AddressCheck& check,
+                   const Destination& dest, const std::optional<IpAddress>& address) {
+  if (!decide(policy, dest).allowed) return false;
+  return !address || check(policy, dest, *address).allowed;
+}
+
+}  // namespace
+
+EgressProxy::EgressProxy(EgressProxyOptions options) : options_(std::move(options)) {}
+
+Result<std::unique_ptr<EgressProxy>> EgressProxy::start(EgressProxyOptions options) {
+  if (!options.resolve) options.resolve = resolve_with_system;
+  if (!options.check) {
+    auto host = TRY(host_interface_addresses());
+    options.check = [host = std::move(host)](const EgressPolicy& p, const Destination& d,
+                                             const IpAddress& a) {
+      return check_address(p, d, a, host);
+    };
+  }
+  if (!options.log) {
+    options.log = [](const std::string& line) { fprintf(stderr, "%s\n", line.c_str()); };
+  }
+  std::unique_ptr<EgressProxy> proxy(new EgressProxy(std::move(options)));
+  proxy->policy_ = std::make_shared<const EgressPolicy>(proxy->options_.policy);
+  proxy->stop_.emplace(TRY(EventFd::create(EFD_NONBLOCK | EFD_CLOEXEC)));
+  proxy->listener_ = TRY(http::listen_unix(proxy->options_.listen_path, 128));
+  proxy->acceptor_ = std::thread([p = proxy.get()] { p->accept_loop(); });
+  return proxy;
+}
+
+EgressProxy::~EgressProxy() { stop(); }
+
+void EgressProxy::stop() {
+  std::unique_lock lock(mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  (void)stop_->write();
+  lock.unlock();
+  if (acceptor_.joinable()) acceptor_.join();
+  lock.lock();
+  for (const auto& c : open_) (void)c->cut.write();
+  drained_.wait(lock, [this] { return open_.empty(); });
+  lock.unlock();
+  http::unlink_unix_listener(listener_);
+  listener_.fd.reset();
+}
+
+void EgressProxy::set_policy(EgressPolicy policy) {
+  auto next = std::make_shared<const EgressPolicy>(std::move(policy));
+  std::lock_guard lock(mu_);
+  policy_ = next;
+  for (const auto& c : open_) {
+    std::lock_guard cl(c->mu);
+    if (c->destination && !still_allowed(*next, options_.check, *c->destination, c->address))
+      (void)c->cut.write();
+  }
+}
+
+EgressPolicy EgressProxy::policy() const {
+  std::lock_guard lock(mu_);
+  return *policy_;
+}
+
+EgressStats EgressProxy::stats() const {
+  std::lock_guard lock(mu_);
+  EgressStats s = stats_;
+  s.active = open_.size();
+  return s;
+}
+
+void EgressProxy::log_line(const std::string& line) { options_.log(line); }
+
+void EgressProxy::accept_loop() {
+  for (;;) {
+    pollfd fds[2] = {{listener_.fd.get(), POLLIN, 0}, {stop_->fd(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      LOG_ERROR("egress proxy %s: poll: %s", options_.sandbox.c_str(), strerror(errno));
+      return;
+    }
+    if (fds[1].revents & POLLIN) return;
+    if (!(fds[0].revents & POLLIN)) continue;
+    UniqueFd fd(::accept4(listener_.fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) {
+      // EMFILE and friends: the connection stays queued; back off instead of spinning.
+      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) ::poll(nullptr, 0, 50);
+      continue;
+    }
+    auto cut = EventFd::create(EFD_NONBLOCK | EFD_CLOEXEC);
+    std::unique_lock lock(mu_);
+    stats_.connections++;
+    if (!cut.ok() || open_.size() >= options_.max_connections) {
+      stats_.over_capacity++;
+      lock.unlock();
+      (void)::send(fd.get(), kOverCapacity, sizeof kOverCapacity - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+      continue;
+    }
+    auto c = std::make_shared<Connection>(std::move(fd), std::move(*cut));
+    open_.push_back(c);
+    lock.unlock();
+    // Detached: stop() waits for open_ to drain, and a thread touches nothing of the proxy after
+    // finish() has removed its connection.
+    std::thread([this, c] { serve(c); }).detach();
+  }
+}
+
+void EgressProxy::serve(const std::shared_ptr<Connection>& c) {
+  try {
+    handle(*c);
+  } catch (const std::exception& e) {
+    LOG_ERROR("egress proxy %s: connection failed: %s", options_.sandbox.c_str(), e.what());
+  }
+  finish(c);
+}
+
+void EgressProxy::finish(const std::shared_ptr<Connection>& c) {
+  std::lock_guard lock(mu_);
+  std::erase(open_, c);
+  if (open_.empty()) drained_.notify_all();
+}
+
+}  // namespace carapace::egress

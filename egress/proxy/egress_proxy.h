@@ -1,0 +1,96 @@
+// The egress proxy of one sandbox: a Unix-socket listener that speaks HTTP/1.1 CONNECT (a byte
+// tunnel: TLS passes through untouched) and absolute-form plain HTTP, under an EgressPolicy that
+// may be replaced while it runs. The proxy resolves names and dials itself (upstream.h); the
+// sandbox never picks an address. Every decision is one JSON line to the log sink and a count in
+// stats().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/base/event_fd.h"
+#include "common/base/result.h"
+#include "common/http/listener.h"
+#include "egress/policy/egress_policy.h"
+#include "egress/proxy/upstream.h"
+
+namespace carapace::egress {
+
+struct EgressProxyOptions {
+  std::string listen_path;  // the Unix socket the sandbox reaches (mode 0600)
+  std::string sandbox;      // named in every log line
+  EgressPolicy policy;
+  Resolver resolve = resolve_with_system;
+  // Null: check_address with this host's interface addresses (read at start).
+  AddressCheck check;
+  size_t max_connections = 256;  // past it a new connection gets 503 and is closed
+  std::chrono::milliseconds head_timeout{10000};     // the whole request head (slowloris)
+  std::chrono::milliseconds connect_timeout{10000};  // per upstream address
+  std::chrono::milliseconds idle_timeout{300000};    // a tunnel nothing crossed for this long
+  size_t max_head_bytes = 16 * 1024;
+  // One JSON object per line, without the newline. Null: stderr.
+  std::function<void(const std::string&)> log;
+};
+
+struct EgressStats {
+  uint64_t connections = 0;  // accepted
+  uint64_t allowed = 0;
+  uint64_t denied_rule = 0;     // a deny rule, or no allow rule, for the name or literal
+  uint64_t denied_address = 0;  // an address the name resolved to is not allowed
+  uint64_t bad_requests = 0;    // not a proxy request this proxy speaks
+  uint64_t upstream_failures = 0;  // allowed, but not resolved or not reached
+  uint64_t over_capacity = 0;
+  uint64_t bytes_up = 0;
+  uint64_t bytes_down = 0;
+  uint64_t active = 0;  // connections open now
+};
+
+class EgressProxy {
+ public:
+  static Result<std::unique_ptr<EgressProxy>> start(EgressProxyOptions options);
+  ~EgressProxy();
+  EgressProxy(const EgressProxy&) = delete;
+  EgressProxy& operator=(const EgressProxy&) = delete;
+
+  // Replaces the policy for new requests and closes every open connection whose destination the
+  // new policy denies (by name or by the address it was dialled at).
+  void set_policy(EgressPolicy policy);
+  EgressPolicy policy() const;
+  EgressStats stats() const;
+  const std::string& listen_path() const { return options_.listen_path; }
+
+  // Stops accepting, cuts every connection and waits for their threads. Idempotent.
+  void stop();
+
+ private:
+  struct Connection;
+  explicit EgressProxy(EgressProxyOptions options);
+  void accept_loop();
+  void serve(const std::shared_ptr<Connection>& c);
+  void handle(Connection& c);
+  void finish(const std::shared_ptr<Connection>& c);
+  void log_line(const std::string& line);
+
+  EgressProxyOptions options_;
+  http::UnixListener listener_;
+  std::optional<EventFd> stop_;
+  std::thread acceptor_;
+
+  mutable std::mutex mu_;
+  std::condition_variable drained_;
+  std::shared_ptr<const EgressPolicy> policy_;
+  std::vector<std::shared_ptr<Connection>> open_;
+  EgressStats stats_;
+  bool stopped_ = false;
+};
+
+}  // namespace carapace::egress

@@ -1,0 +1,119 @@
+#include "egress/proxy/tunnel.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
+namespace carapace::egress {
+namespace {
+
+constexpr size_t kBufferBytes = 128 * 1024;
+
+// One direction: bytes read from `from`, not yet written to `to`.
+struct Direction {
+  int from;
+  int to;
+  std::unique_ptr<char[]> buf = std::make_unique<char[]>(kBufferBytes);
+  size_t begin = 0;
+  size_t end = 0;
+  bool eof = false;       // `from` said EOF (or is not read at all)
+  bool shut = false;      // the EOF was passed on to `to`
+  uint64_t* counter;
+
+  bool empty() const { return begin == end; }
+  bool done() const { return shut; }
+
+  // false on a socket error.
+  bool read_some() {
+    ssize_t n = ::recv(from, buf.get(), kBufferBytes, MSG_DONTWAIT);
+    if (n > 0) {
+      begin = 0;
+      end = static_cast<size_t>(n);
+      return true;
+    }
+    if (n == 0) {
+      eof = true;
+      return true;
+    }
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+  }
+
+  bool write_some() {
+    ssize_t n = ::send(to, buf.get() + begin, end - begin, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n >= 0) {
+      begin += static_cast<size_t>(n);
+      *counter += static_cast<uint64_t>(n);
+      return true;
+    }
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+  }
+
+  void pass_eof() {
+    if (eof && empty() && !shut) {
+      ::shutdown(to, SHUT_WR);
+      shut = true;
+    }
+  }
+};
+
+}  // namespace
+
+const char* tunnel_end_name(TunnelEnd e) {
+  switch (e) {
+    case TunnelEnd::kClosed: return "closed";
+    case TunnelEnd::kReset: return "reset";
+    case TunnelEnd::kIdle: return "idle";
+    case TunnelEnd::kStopped: return "stopped";
+  }
+  return "?";
+}
+
+TunnelEnd run_tunnel(int client, int upstream, int stop_fd, std::chrono::milliseconds idle,
+                     bool only_down, TunnelBytes& bytes) {
+  Direction up{.from = client, .to = upstream, .counter = &bytes.up};
+  Direction down{.from = upstream, .to = client, .counter = &bytes.down};
+  if (only_down) up.eof = up.shut = true;  // never read; upstream keeps its write side
+  const int timeout_ms = static_cast<int>(idle.count());
+  // A socket that hung up keeps reporting POLLHUP; one we want nothing from is then left out of
+  // the poll, or the loop would spin until the other side moves.
+  bool client_hup = false, upstream_hup = false;
+  while (!(up.done() && down.done())) {
+    // Each socket: read it when its direction's buffer is empty, write it when the opposite
+    // direction holds bytes for it.
+    short client_events = 0, upstream_events = 0;
+    if (!up.eof && up.empty()) client_events |= POLLIN;
+    if (!down.empty()) client_events |= POLLOUT;
+    if (!down.eof && down.empty()) upstream_events |= POLLIN;
+    if (!up.empty()) upstream_events |= POLLOUT;
+    pollfd fds[3] = {{client_hup && !client_events ? -1 : client, client_events, 0},
+                     {upstream_hup && !upstream_events ? -1 : upstream, upstream_events, 0},
+                     {stop_fd, POLLIN, 0}};
+    int n = ::poll(fds, stop_fd >= 0 ? 3 : 2, timeout_ms);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return TunnelEnd::kReset;
+    }
+    if (n == 0) return TunnelEnd::kIdle;
+    if (stop_fd >= 0 && (fds[2].revents & POLLIN)) return TunnelEnd::kStopped;
+    client_hup = client_hup || (fds[0].revents & POLLHUP);
+    upstream_hup = upstream_hup || (fds[1].revents & POLLHUP);
+    // POLLHUP/POLLERR show up as a read or write that fails or returns 0.
+    const short kWake = POLLIN | POLLHUP | POLLERR;
+    if ((fds[0].revents & kWake) && !up.eof && up.empty() && !up.read_some())
+      return TunnelEnd::kReset;
+    if ((fds[1].revents & kWake) && !down.eof && down.empty() && !down.read_some())
+      return TunnelEnd::kReset;
+    if ((fds[0].revents & (POLLOUT | POLLERR | POLLHUP)) && !down.empty() && !down.write_some())
+      return TunnelEnd::kReset;
+    if ((fds[1].revents & (POLLOUT | POLLERR | POLLHUP)) && !up.empty() && !up.write_some())
+      return TunnelEnd::kReset;
+    up.pass_eof();
+    down.pass_eof();
+  }
+  return TunnelEnd::kClosed;
+}
+
+}  // namespace carapace::egress

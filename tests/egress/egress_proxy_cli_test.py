@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""`carapace egress-proxy` as its own process, with the production address checks: upstreams live
+in a network namespace this test makes (203.0.113.2, TEST-NET-3), names come from a hosts file
+bind-mounted over /etc/hosts in the proxy's own mount namespace. What must come through does;
+names that resolve to loopback or the metadata service, the host's own address, unlisted and
+denied names do not; the control socket replaces the policy live; bad flags are one line and
+status 2; SIGTERM stops it cleanly. Needs root (netns, mount namespace)."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+CARAPACE = os.environ.get('CARAPACE_EXE', 'carapace')
+NS = 'cpx%d' % os.getpid()
+HOST_IP, NS_IP = '203.0.113.1', '203.0.113.2'
+
+# Runs inside the namespace: HTTP on :8080 (answers "path=<path> host=<Host>") and echo on :7007.
+UPSTREAM = r'''
+import http.server, socketserver, threading, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("path=%s host=%s" % (self.path, self.headers.get("Host"))).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close"); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+class E(socketserver.BaseRequestHandler):
+    def handle(self):
+        while True:
+            d = self.request.recv(65536)
+            if not d: return
+            self.request.sendall(d)
+socketserver.ThreadingTCPServer.allow_reuse_address = True
+h = http.server.ThreadingHTTPServer((sys.argv[1], 8080), H)
+e = socketserver.ThreadingTCPServer((sys.argv[1], 7007), E)
+threading.Thread(target=e.serve_forever, daemon=True).start()
+print("ready", flush=True)
+h.serve_forever()
+'''
+
+
+def sh(*args, check=True):
+    return subprocess.run(args, check=check, capture_output=True, text=True)
+
+
+def ask(path, request, timeout=10):
+    """Sends `request` on the proxy socket and reads to EOF."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(path)
+    s.sendall(request.encode())
+    out = b''
+    while True:
+        try:
+            d = s.recv(65536)
+        except socket.timeout:
+            break
+        if not d:
+            break
+        out += d
+    s.close()
+    return out.decode(errors='replace')
+
+
+def control(path, method, target, body=None):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(path)
+    data = json.dumps(body) if body is not None else ''
+    s.sendall(('%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s'
+               % (method, target, len(data), data)).encode())
+    out = b''
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        out += d
+    head, _, payload = out.decode().partition('\r\n\r\n')
+    return int(head.split(' ')[1]), json.loads(payload) if payload else None
+
+
+class EgressProxyCliTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise RuntimeError('needs root: network and mount namespaces')
+        cls.tmp = tempfile.mkdtemp(prefix='carapace-egress-cli-')
+        sh('ip', 'netns', 'add', NS)
+        sh('ip', 'link', 'add', NS + 'h', 'type', 'veth', 'peer', 'name', NS + 'n')
+        sh('ip', 'link', 'set', NS + 'n', 'netns', NS)
+        sh('ip', 'addr', 'add', HOST_IP + '/24', 'dev', NS + 'h')
+        sh('ip', 'link', 'set', NS + 'h', 'up')
+        sh('ip', 'netns', 'exec', NS, 'ip', 'addr', 'add', NS_IP + '/24', 'dev', NS + 'n')
+        sh('ip', 'netns', 'exec', NS, 'ip', 'link', 'set', NS + 'n', 'up')
+        sh('ip', 'netns', 'exec', NS, 'ip', 'link', 'set', 'lo', 'up')
+        cls.upstream = subprocess.Popen(['ip', 'netns', 'exec', NS, sys.executable, '-c', UPSTREAM,
+                                         NS_IP], stdout=subprocess.PIPE, text=True)
+        assert cls.upstream.stdout.readline().strip() == 'ready'
+        cls.hosts = os.path.join(cls.tmp, 'hosts')
+        with open(cls.hosts, 'w') as f:
+            f.write('%s allowed.test denied.test other.test\n127.0.0.1 sneaky.test\n'
+                    '169.254.169.254 meta.test\n%s self.test\n' % (NS_IP, HOST_IP))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.upstream.kill()
+        cls.upstream.wait()
+        sh('ip', 'link', 'del', NS + 'h', check=False)
+        sh('ip', 'netns', 'del', NS, check=False)
+        subprocess.run(['rm', '-rf', cls.tmp])
+
+    def start(self, *flags):
+        self.sock = os.path.join(self.tmp, 'egress-%d.sock' % time.monotonic_ns())
+        self.ctl = self.sock + '.ctl'
+        self.log = open(os.path.join(self.tmp, 'log-%d' % time.monotonic_ns()), 'w+')
+        cmd = ('mount --bind %s /etc/hosts && exec %s egress-proxy --listen %s --control %s '
+               '--sandbox sb1 --connect-timeout 2 %s' % (self.hosts, CARAPACE, self.sock, self.ctl,
+                                                          ' '.join(flags)))
+        self.proc = subprocess.Popen(['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
+                                      cmd], stderr=self.log)
+        for _ in range(200):
+            if os.path.exists(self.sock) and os.path.exists(self.ctl):
+                break
+            time.sleep(0.02)
+        self.assertTrue(os.path.exists(self.sock), 'the proxy did not start')
+
+    def tearDown(self):
+        if getattr(self, 'proc', None) and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def log_lines(self):
+        self.log.flush()
+        self.log.seek(0)
+        return [json.loads(l) for l in self.log.read().splitlines() if l.startswith('{')]
+
+    def test_allowed_names_pass_and_everything_else_is_refused(self):
+        self.start('--allow-host', 'allowed.test:8080', '--allow-host', 'allowed.test:7007',
+                   '--allow-host', '*.test', '--deny-host', 'denied.test')
+        r = ask(self.sock, 'GET http://allowed.test:8080/hello?x=1 HTTP/1.1\r\nHost: evil\r\n\r\n')
+        self.assertTrue(r.startswith('HTTP/1.0 200') or r.startswith('HTTP/1.1 200'), r)
+        self.assertIn('path=/hello?x=1 host=allowed.test:8080', r)
+        # CONNECT: a byte tunnel to the echo server.
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(self.sock)
+        s.sendall(b'CONNECT allowed.test:7007 HTTP/1.1\r\nHost: allowed.test:7007\r\n\r\n')
+        got = b''
+        while b'\r\n\r\n' not in got:
+            got += s.recv(4096)
+        self.assertTrue(got.startswith(b'HTTP/1.1 200 Connection established'), got)
+        s.sendall(b'x' * 100000)
+        echoed = b''
+        while len(echoed) < 100000:
+            echoed += s.recv(65536)
+        self.assertEqual(echoed, b'x' * 100000)
+        s.close()
+        for host, why in [('denied.test', "denied by 'denied.test'"), ('sneaky.test', 'loopback'),
+                          ('meta.test', 'link-local'), ('self.test', "host's own address"),
+                          ('example.org', 'no allow rule'), (NS_IP, 'literal')]:
+            r = ask(self.sock, 'CONNECT %s:8080 HTTP/1.1\r\n\r\n' % host)
+            self.assertTrue(r.startswith('HTTP/1.1 403'), host + ': ' + r)
+            self.assertIn(why, r, host)
+        lines = self.log_lines()
+        decisions = [(l.get('host'), l.get('decision')) for l in lines if 'decision' in l]
+        self.assertIn(('allowed.test', 'allow'), decisions)
+        self.assertIn(('meta.test', 'deny'), decisions)
+        meta = [l for l in lines if l.get('host') == 'meta.test'][0]
+        self.assertEqual(meta['address'], '169.254.169.254')
+        self.assertEqual(meta['sandbox'], 'sb1')
+        status, stats = control(self.ctl, 'GET', '/stats')
+        self.assertEqual(status, 200)
+        self.assertEqual(stats['allowed'], 2)
+        self.assertEqual(stats['denied']['rule'], 3)     # denied.test, example.org, the literal
+        self.assertEqual(stats['denied']['address'], 3)  # sneaky, meta, self
+        self.assertGreaterEqual(stats['bytes_down'], 100000)
+
+    def test_the_control_socket_replaces_the_policy_live(self):
+        self.start()  # nothing allowed
+        self.assertTrue(ask(self.sock, 'CONNECT allowed.test:7007 HTTP/1.1\r\n\r\n')
+                        .startswith('HTTP/1.1 403'))
+        status, body = control(self.ctl, 'PUT', '/policy', {'allow_hosts': ['203.0.113.0/24:8080']})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body, {'allow_hosts': ['203.0.113.0/24:8080'], 'deny_hosts': []})
+        r = ask(self.sock, 'GET http://%s:8080/lit HTTP/1.1\r\n\r\n' % NS_IP)
+        self.assertIn('path=/lit', r)
+        # The host's own address stays refused, whatever rule covers it.
+        r = ask(self.sock, 'GET http://%s:8080/ HTTP/1.1\r\n\r\n' % HOST_IP)
+        self.assertTrue(r.startswith('HTTP/1.1 403'), r)
+        status, body = control(self.ctl, 'PUT', '/policy', {'allow_hosts': ['ok.test', 'a*b']})
+        self.assertEqual(status, 400)
+        self.assertIn('allow_hosts[1]', body['error']['message'])
+        status, body = control(self.ctl, 'PUT', '/policy', {'allow': ['x']})
+        self.assertEqual(status, 400)
+        status, body = control(self.ctl, 'GET', '/policy')
+        self.assertEqual(body['allow_hosts'], ['203.0.113.0/24:8080'])  # the bad PUTs lost nothing
+
+    def test_sigterm_stops_it_and_removes_the_socket(self):
+        self.start('--allow-host', 'allowed.test')
+        self.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.proc.wait(timeout=10), 0)
+        self.assertFalse(os.path.exists(self.sock))
+
+    def test_bad_flags_are_one_line_and_status_2(self):
+        for args, words in [([], '--listen PATH is required'),
+                            (['--listen', '/tmp/x', '--allow-host', 'a*b'], 'allow_hosts[0]'),
+                            (['--listen', '/tmp/x', '--deny-host', '10.1.0.0/8'], 'deny_hosts[0]'),
+                            (['--listen', '/tmp/x', '--bogus', '1'], 'unknown option --bogus'),
+                            (['--listen', '/tmp/x', '--max-connections', '0'], '--max-connections'),
+                            (['--listen', '/tmp/x', '--idle-timeout', '-1'], '--idle-timeout')]:
+            r = subprocess.run([CARAPACE, 'egress-proxy'] + args, capture_output=True, text=True,
+                               timeout=10)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(words, r.stderr)
+        self.assertFalse(os.path.exists('/tmp/x'))
+
+
+if __name__ == '__main__':
+    unittest.main()
