@@ -7,7 +7,7 @@
 // The upstream is an HTTP server in this process on 127.0.0.1. carapace's proxy runs in-process
 // too (the library, with an address check that admits loopback -- the production check never
 // does) on its Unix socket, as a sandbox reaches it; tinyproxy listens on 127.0.0.1 TCP.
-// Targets (bench/README.md): >= 1 GB/s per tunnel, <= 100 us added p50.
+// Targets (README.md, Benchmarks): >= 1 GB/s per tunnel, <= 100 us added p50.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -38,23 +38,26 @@ using bench::Clock;
 namespace {
 
 // GET /small -> 64 bytes; GET /big/<bytes> -> that many bytes. One request per connection.
-class Upstream {
+class UpstreamServer {
  public:
-  Upstream() {
+  UpstreamServer() {
     fd_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     int one = 1;
     ::setsockopt(fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_.get(), 512);
+    if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::listen(fd_.get(), 512) != 0) {
+      perror("egress_proxy: upstream");
+      exit(1);
+    }
     socklen_t len = sizeof a;
     ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&a), &len);
     port_ = ntohs(a.sin_port);
     thread_ = std::thread([this] { run(); });
   }
-  ~Upstream() {
+  ~UpstreamServer() {
     ::shutdown(fd_.get(), SHUT_RDWR);
     thread_.join();
   }
@@ -131,7 +134,9 @@ uint64_t drain(int fd, bool head_only = false) {
   }
 }
 
-void send_str(int fd, const std::string& s) { ::send(fd, s.data(), s.size(), MSG_NOSIGNAL); }
+void send_str(int fd, const std::string& s) {
+  ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
+}
 
 struct Path {
   const char* name;
@@ -141,7 +146,7 @@ struct Path {
 
 double throughput_mbs(const Path& p, uint16_t upstream, uint64_t bytes, bool tunnel) {
   UniqueFd fd = p.open();
-  if (!fd) return 0;
+  if (!fd.valid()) return 0;
   auto t0 = Clock::now();
   if (tunnel) {
     send_str(fd.get(), "CONNECT 127.0.0.1:" + std::to_string(upstream) + " HTTP/1.1\r\n\r\n");
@@ -160,7 +165,7 @@ std::vector<double> latencies_us(const Path& p, int n) {
   for (int i = 0; i < n; i++) {
     auto t0 = Clock::now();
     UniqueFd fd = p.open();
-    if (!fd) return {};
+    if (!fd.valid()) return {};
     send_str(fd.get(), p.request("/small"));
     if (drain(fd.get()) == 0) return {};
     out.push_back(bench::ms_since(t0) * 1000);
@@ -181,7 +186,7 @@ pid_t start_tinyproxy(const std::string& dir, uint16_t upstream, uint16_t* port)
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(probe.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
+  if (::bind(probe.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return 0;
   socklen_t len = sizeof a;
   ::getsockname(probe.get(), reinterpret_cast<sockaddr*>(&a), &len);
   *port = ntohs(a.sin_port);
@@ -203,7 +208,7 @@ pid_t start_tinyproxy(const std::string& dir, uint16_t upstream, uint16_t* port)
     _exit(127);
   }
   for (int i = 0; i < 200; i++) {
-    if (connect_tcp(*port)) return pid;
+    if (connect_tcp(*port).valid()) return pid;
     usleep(10000);
   }
   kill(pid, SIGKILL);
@@ -228,7 +233,7 @@ int main(int argc, char** argv) {
     }
   }
   signal(SIGPIPE, SIG_IGN);
-  Upstream up;
+  UpstreamServer up;
   char tmpl[] = "/tmp/carapace-egress-bench-XXXXXX";
   std::string dir = mkdtemp(tmpl);
 

@@ -1,7 +1,7 @@
 // carapace: the one executable of every program in the tree. Each command is its program's own
 // (the monitor's `run`/`restore`/`fork`/`snapshot` in vmm/cli, `jail` in jailer/, `run
 // --isolation process` in process_sandbox/, `serve` in daemon/, `sandbox`/`mcp`/`agent` in
-// clients/); this file only dispatches.
+// clients/, `egress-proxy` in egress/); this file only dispatches.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -12,6 +12,7 @@
 #include "clients/cpp/sandbox_command.h"
 #include "clients/mcp/mcp_command.h"
 #include "daemon/serve_command.h"
+#include "egress/egress_proxy_command.h"
 #include "jailer/jail_command.h"
 #include "process_sandbox/process_run_args.h"
 #include "process_sandbox/process_run_command.h"
@@ -37,6 +38,8 @@ constexpr char kUsage[] =
     "--help)\n"
     "  mcp       an MCP server on stdio for one sandbox (carapace mcp --help)\n"
     "  serve     the sandbox daemon: REST API on a Unix socket (carapace serve --help)\n"
+    "  egress-proxy  one sandbox's egress proxy: allowlisted CONNECT and HTTP on a Unix socket\n"
+    "            (carapace egress-proxy --help)\n"
     "  version   print the version\n"
     "  --help    this text\n";
 
@@ -67,6 +70,7 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
   if (cmd == "sandbox") return carapace::cmd_sandbox(rest);
   if (cmd == "mcp") return carapace::cmd_mcp(rest);
   if (cmd == "serve") return carapace::cmd_serve(rest);
+  if (cmd == "egress-proxy") return carapace::cmd_egress_proxy(rest);
   return carapace::fail_usage("unknown command '" + cmd + "' (see carapace --help)");
 }
 

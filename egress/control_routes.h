@@ -2,6 +2,8 @@
 // live, and the counters.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include "common/base/result.h"
 #include "common/http/router.h"
 #include "egress/proxy/egress_proxy.h"

@@ -17,8 +17,8 @@ Result<std::vector<std::string>> string_list(const nlohmann::json& j, const std:
   if (it == j.end() || it->is_null()) return out;
   if (!it->is_array()) return bad(where, std::string(key) + ": must be an array of strings");
   if (it->size() > kMaxPolicyRules)
-    return bad(where, std::string(key) + ": at most " + std::to_string(kMaxPolicyRules) +
-                          " entries");
+    return bad(where,
+               std::string(key) + ": at most " + std::to_string(kMaxPolicyRules) + " entries");
   for (const auto& e : *it) {
     if (!e.is_string()) return bad(where, std::string(key) + ": entries must be strings");
     out.push_back(e.get<std::string>());

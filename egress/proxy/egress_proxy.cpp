@@ -22,8 +22,8 @@ constexpr char kOverCapacity[] =
     "Content-Length: 47\r\n\r\ncarapace egress: too many connections, retry.\r\n";
 
 // Whether `c`, let through under an old policy, is still allowed under `policy`.
-bool still_allowed(const EgressPolicy& policy, const AddressCheck& check,
-                   const Destination& dest, const std::optional<IpAddress>& address) {
+bool still_allowed(const EgressPolicy& policy, const AddressCheck& check, const Destination& dest,
+                   const std::optional<IpAddress>& address) {
   if (!decide(policy, dest).allowed) return false;
   return !address || check(policy, dest, *address).allowed;
 }
@@ -52,7 +52,9 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(EgressProxyOptions optio
   return proxy;
 }
 
-EgressProxy::~EgressProxy() { stop(); }
+EgressProxy::~EgressProxy() {
+  stop();
+}
 
 void EgressProxy::stop() {
   std::unique_lock lock(mu_);
@@ -62,7 +64,8 @@ void EgressProxy::stop() {
   lock.unlock();
   if (acceptor_.joinable()) acceptor_.join();
   lock.lock();
-  for (const auto& c : open_) (void)c->cut.write();
+  for (const auto& c : open_)
+    (void)c->cut.write();
   drained_.wait(lock, [this] { return open_.empty(); });
   lock.unlock();
   http::unlink_unix_listener(listener_);
@@ -92,7 +95,9 @@ EgressStats EgressProxy::stats() const {
   return s;
 }
 
-void EgressProxy::log_line(const std::string& line) { options_.log(line); }
+void EgressProxy::log_line(const std::string& line) {
+  options_.log(line);
+}
 
 void EgressProxy::accept_loop() {
   for (;;) {
@@ -105,7 +110,7 @@ void EgressProxy::accept_loop() {
     if (fds[1].revents & POLLIN) return;
     if (!(fds[0].revents & POLLIN)) continue;
     UniqueFd fd(::accept4(listener_.fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd) {
+    if (!fd.valid()) {
       // EMFILE and friends: the connection stays queued; back off instead of spinning.
       if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) ::poll(nullptr, 0, 50);
       continue;

@@ -32,8 +32,8 @@ struct EgressProxyOptions {
   Resolver resolve = resolve_with_system;
   // Null: check_address with this host's interface addresses (read at start).
   AddressCheck check;
-  size_t max_connections = 256;  // past it a new connection gets 503 and is closed
-  std::chrono::milliseconds head_timeout{10000};     // the whole request head (slowloris)
+  size_t max_connections = 256;                   // past it a new connection gets 503 and is closed
+  std::chrono::milliseconds head_timeout{10000};  // the whole request head (slowloris)
   std::chrono::milliseconds connect_timeout{10000};  // per upstream address
   std::chrono::milliseconds idle_timeout{300000};    // a tunnel nothing crossed for this long
   size_t max_head_bytes = 16 * 1024;
@@ -44,9 +44,9 @@ struct EgressProxyOptions {
 struct EgressStats {
   uint64_t connections = 0;  // accepted
   uint64_t allowed = 0;
-  uint64_t denied_rule = 0;     // a deny rule, or no allow rule, for the name or literal
-  uint64_t denied_address = 0;  // an address the name resolved to is not allowed
-  uint64_t bad_requests = 0;    // not a proxy request this proxy speaks
+  uint64_t denied_rule = 0;        // a deny rule, or no allow rule, for the name or literal
+  uint64_t denied_address = 0;     // an address the name resolved to is not allowed
+  uint64_t bad_requests = 0;       // not a proxy request this proxy speaks
   uint64_t upstream_failures = 0;  // allowed, but not resolved or not reached
   uint64_t over_capacity = 0;
   uint64_t bytes_up = 0;

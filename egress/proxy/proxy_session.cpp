@@ -23,15 +23,24 @@ constexpr std::chrono::milliseconds kAnswerStall{2000};
 
 const char* status_text(int status) {
   switch (status) {
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 504: return "Gateway Timeout";
-    default: return "Error";
+    case 400:
+      return "Bad Request";
+    case 403:
+      return "Forbidden";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Error";
   }
 }
 
@@ -42,19 +51,22 @@ void answer(int fd, int status, const std::string& reason) {
   for (char& ch : one_line) {
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
   }
-  std::string msg = "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
-                    "\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Carapace-Egress: " +
-                    one_line + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
-                    body;
+  std::string msg =
+      "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
+      "\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Carapace-Egress: " + one_line +
+      "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   (void)http::send_all(fd, msg, kAnswerStall);
 }
 
 int dial_status(DialRefusal::Kind k) {
   switch (k) {
-    case DialRefusal::Kind::kDenied: return 403;
-    case DialRefusal::Kind::kTimeout: return 504;
+    case DialRefusal::Kind::kDenied:
+      return 403;
+    case DialRefusal::Kind::kTimeout:
+      return 504;
     case DialRefusal::Kind::kUnresolved:
-    case DialRefusal::Kind::kUnreachable: return 502;
+    case DialRefusal::Kind::kUnreachable:
+      return 502;
   }
   return 502;
 }
@@ -103,18 +115,20 @@ void EgressProxy::handle(Connection& c) {
   reader.set_deadline(Clock::now() + options_.head_timeout);
   std::string head;
   switch (reader.read_head(head, options_.max_head_bytes)) {
-    case http::IoStatus::kOk: break;
+    case http::IoStatus::kOk:
+      break;
     case http::IoStatus::kTimeout:
       return refuse(408, "no complete request head in time", &EgressStats::bad_requests);
     case http::IoStatus::kTooLong:
       return refuse(431, "request head too large", &EgressStats::bad_requests);
     case http::IoStatus::kMalformed:
       return refuse(400, "malformed request head", &EgressStats::bad_requests);
-    default: return;  // gone before asking anything
+    default:
+      return;  // gone before asking anything
   }
   http::HttpRequest req;
-  if (auto rejected = http::parse_request_head(head, kMaxHeaderFields, req,
-                                               http::TargetForms::kProxy))
+  if (auto rejected =
+          http::parse_request_head(head, kMaxHeaderFields, req, http::TargetForms::kProxy))
     return refuse(rejected->status, rejected->message, &EgressStats::bad_requests);
   auto target = parse_proxy_target(req);
   if (!target.ok()) return refuse(400, target.error().message, &EgressStats::bad_requests);

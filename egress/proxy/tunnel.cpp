@@ -19,8 +19,8 @@ struct Direction {
   std::unique_ptr<char[]> buf = std::make_unique<char[]>(kBufferBytes);
   size_t begin = 0;
   size_t end = 0;
-  bool eof = false;       // `from` said EOF (or is not read at all)
-  bool shut = false;      // the EOF was passed on to `to`
+  bool eof = false;   // `from` said EOF (or is not read at all)
+  bool shut = false;  // the EOF was passed on to `to`
   uint64_t* counter;
 
   bool empty() const { return begin == end; }
@@ -63,10 +63,14 @@ struct Direction {
 
 const char* tunnel_end_name(TunnelEnd e) {
   switch (e) {
-    case TunnelEnd::kClosed: return "closed";
-    case TunnelEnd::kReset: return "reset";
-    case TunnelEnd::kIdle: return "idle";
-    case TunnelEnd::kStopped: return "stopped";
+    case TunnelEnd::kClosed:
+      return "closed";
+    case TunnelEnd::kReset:
+      return "reset";
+    case TunnelEnd::kIdle:
+      return "idle";
+    case TunnelEnd::kStopped:
+      return "stopped";
   }
   return "?";
 }

@@ -22,7 +22,7 @@ Result<UniqueFd> connect_one(const IpAddress& a, uint16_t port, std::chrono::mil
   socklen_t len = a.to_sockaddr(port, &ss);
   int family = a.family == IpAddress::Family::kV4 ? AF_INET : AF_INET6;
   UniqueFd fd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd) return sys_error("socket");
+  if (!fd.valid()) return sys_error("socket");
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) == 0) return fd;
   if (errno != EINPROGRESS) return sys_error("connect " + a.to_string());
   auto writable = TRY(http::wait_writable(fd.get(), timeout));

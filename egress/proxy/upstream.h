@@ -23,7 +23,8 @@ Result<std::vector<IpAddress>> resolve_with_system(const std::string& name);
 
 // The address stage of the policy for one destination and one address (check_address with the
 // host's own addresses, in production).
-using AddressCheck = std::function<Decision(const EgressPolicy&, const Destination&, const IpAddress&)>;
+using AddressCheck =
+    std::function<Decision(const EgressPolicy&, const Destination&, const IpAddress&)>;
 
 struct Upstream {
   UniqueFd fd;  // connected, non-blocking, close-on-exec

@@ -15,7 +15,7 @@ import tempfile
 import time
 import unittest
 
-CARAPACE = os.environ.get('CARAPACE_EXE', 'carapace')
+CARAPACE = os.environ['CARAPACE_EXE']  # the carapace binary under test
 NS = 'cpx%d' % os.getpid()
 HOST_IP, NS_IP = '203.0.113.1', '203.0.113.2'
 
@@ -79,6 +79,7 @@ def control(path, method, target, body=None):
         if not d:
             break
         out += d
+    s.close()
     head, _, payload = out.decode().partition('\r\n\r\n')
     return int(head.split(' ')[1]), json.loads(payload) if payload else None
 
@@ -99,7 +100,8 @@ class EgressProxyCliTest(unittest.TestCase):
         sh('ip', 'netns', 'exec', NS, 'ip', 'link', 'set', 'lo', 'up')
         cls.upstream = subprocess.Popen(['ip', 'netns', 'exec', NS, sys.executable, '-c', UPSTREAM,
                                          NS_IP], stdout=subprocess.PIPE, text=True)
-        assert cls.upstream.stdout.readline().strip() == 'ready'
+        if cls.upstream.stdout.readline().strip() != 'ready':
+            raise RuntimeError('the upstream servers in the namespace did not start')
         cls.hosts = os.path.join(cls.tmp, 'hosts')
         with open(cls.hosts, 'w') as f:
             f.write('%s allowed.test denied.test other.test\n127.0.0.1 sneaky.test\n'
@@ -109,6 +111,7 @@ class EgressProxyCliTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.upstream.kill()
         cls.upstream.wait()
+        cls.upstream.stdout.close()
         sh('ip', 'link', 'del', NS + 'h', check=False)
         sh('ip', 'netns', 'del', NS, check=False)
         subprocess.run(['rm', '-rf', cls.tmp])
@@ -126,12 +129,16 @@ class EgressProxyCliTest(unittest.TestCase):
             if os.path.exists(self.sock) and os.path.exists(self.ctl):
                 break
             time.sleep(0.02)
-        self.assertTrue(os.path.exists(self.sock), 'the proxy did not start')
+        if not os.path.exists(self.sock):
+            self.log.seek(0)
+            self.fail('the proxy did not start: ' + self.log.read())
 
     def tearDown(self):
         if getattr(self, 'proc', None) and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        if getattr(self, 'log', None):
+            self.log.close()
 
     def log_lines(self):
         self.log.flush()

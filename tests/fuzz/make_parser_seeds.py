@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the hand-made seeds of the parser fuzzers (fuzz_http_request, fuzz_service_requests,
 fuzz_agent_protocol, fuzz_mcp, fuzz_snapshot_state, fuzz_elf_loader, fuzz_cmdline,
-fuzz_proxy_request) under
+fuzz_egress_rules, fuzz_proxy_request) under
 tests/fuzz/corpus/<target>/ (run from anywhere). Each target's input format is described at the
 top of its source file; a few valid inputs and a few edge cases each."""
 import json
@@ -364,6 +364,35 @@ def cmdline_seeds():
     }
 
 
+# --- fuzz_egress_rules ---------------------------------------------------------------------------
+
+def egress_seeds():
+    rule = lambda text: b"\x00" + text.encode()
+    dest = lambda port, host: b"\x01" + u16(port) + host.encode()
+    addr = lambda text: b"\x02" + text.encode()
+    policy = lambda entries: b"\x03" + "\n".join(entries).encode()
+    return {
+        "rule_name_port": rule("PyPI.org.:443"),
+        "rule_wildcard": rule("*.pythonhosted.org"),
+        "rule_any_port": rule("*:443"),
+        "rule_network_v6_port": rule("[2001:db8::]/32:443"),
+        "rule_host_bits": rule("10.1.0.0/8:5432"),
+        "rule_idna": rule("*.B\u00fccher.example"),
+        "rule_bad_star": rule("a.*.b"),
+        "dest_name": dest(443, "Files.PythonHosted.org."),
+        "dest_literal_v6": dest(80, "[::ffff:169.254.169.254]"),
+        "dest_nat64": dest(443, "64:ff9b::7f00:1"),
+        "dest_short_ipv4": dest(80, "0x7f.1"),
+        "dest_port_zero": dest(0, "pypi.org"),
+        "addr_mapped": addr("::ffff:127.0.0.1"),
+        "addr_6to4_net": addr("2002:7f00:1::/48"),
+        "addr_octal": addr("0177.0.0.1"),
+        "addr_zone": addr("fe80::1%eth0"),
+        "policy_mixed": policy(["pypi.org:443", "*.pythonhosted.org", "10.0.0.0/8",
+                                "!evil.pypi.org", "!10.9.0.0/16", "*"]),
+    }
+
+
 # --- fuzz_proxy_request --------------------------------------------------------------------------
 def proxy_seeds():
     def head(text, max_headers=32):
@@ -390,4 +419,5 @@ if __name__ == "__main__":
     write("fuzz_snapshot_state", snapshot_seeds())
     write("fuzz_elf_loader", elf_seeds())
     write("fuzz_cmdline", cmdline_seeds())
+    write("fuzz_egress_rules", egress_seeds())
     write("fuzz_proxy_request", proxy_seeds())

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/http/chunked.h"
 #include "tests/unit/egress/proxy_test_servers.h"
 
 namespace carapace::egress {
@@ -21,7 +22,9 @@ using namespace std::chrono_literals;
 using testing::exchange;
 using testing::LoopbackUpstream;
 
-IpAddress loopback() { return IpAddress::v4(127, 0, 0, 1); }
+IpAddress loopback() {
+  return IpAddress::v4(127, 0, 0, 1);
+}
 
 class EgressProxyTest : public ::testing::Test {
  protected:
@@ -65,7 +68,8 @@ class EgressProxyTest : public ::testing::Test {
   std::string log_text() {
     std::lock_guard lock(log_mu_);
     std::string all;
-    for (const auto& l : log_) all += l + "\n";
+    for (const auto& l : log_)
+      all += l + "\n";
     return all;
   }
 
@@ -105,7 +109,8 @@ TEST_F(EgressProxyTest, ConnectToAnAllowedNameTunnelsBytesBothWays) {
   ::shutdown(c.get(), SHUT_WR);
   EXPECT_EQ(testing::read_until_eof(c.get(), 5s), "pong");
   c.reset();
-  for (int i = 0; i < 100 && proxy_->stats().active > 0; i++) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 100 && proxy_->stats().active > 0; i++)
+    std::this_thread::sleep_for(10ms);
   EgressStats s = proxy_->stats();
   EXPECT_EQ(s.allowed, 1u);
   EXPECT_EQ(s.bytes_up, 8u);
@@ -131,8 +136,8 @@ TEST_F(EgressProxyTest, PlainHttpIsSentOnInOriginFormWithOneRequestPerConnection
   EXPECT_EQ(got, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
   auto reqs = web.requests();
   ASSERT_EQ(reqs.size(), 1u);
-  EXPECT_EQ(reqs[0], "GET /simple/pip/?x=1 HTTP/1.1\r\nHost: " + host +
-                         "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(reqs[0],
+            "GET /simple/pip/?x=1 HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(web.connections(), 1);
 }
 
@@ -152,11 +157,18 @@ TEST_F(EgressProxyTest, RequestBodiesAreSentOnInTheirFraming) {
   ASSERT_EQ(reqs.size(), 2u);
   EXPECT_NE(reqs[0].find("\r\n\r\nabcde"), std::string::npos) << reqs[0];
   EXPECT_NE(reqs[1].find("Transfer-Encoding: chunked\r\n"), std::string::npos) << reqs[1];
-  EXPECT_NE(reqs[1].find("\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"), std::string::npos)
-      << reqs[1];
+  // Re-framed from the decoded bytes (chunk boundaries carry no meaning, RFC 9112 7.1; the
+  // extension is dropped): the upstream decodes exactly the body that was sent.
+  http::ChunkedDecoder decoder(1 << 20);
+  std::string decoded;
+  size_t consumed = 0;
+  std::string_view chunked = std::string_view(reqs[1]).substr(reqs[1].find("\r\n\r\n") + 4);
+  EXPECT_EQ(decoder.feed(chunked, decoded, &consumed), http::ChunkedDecoder::Status::kDone);
+  EXPECT_EQ(decoded, "abcde");
+  EXPECT_EQ(consumed, chunked.size());
+  EXPECT_EQ(reqs[1].find("ext"), std::string::npos);
   // A malformed chunked body is refused, never passed on as it is.
-  EXPECT_NE(exchange(path(), "PUT " + url +
-                                 " HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+  EXPECT_NE(exchange(path(), "PUT " + url + " HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
                 .find("400"),
             std::string::npos);
 }
@@ -166,8 +178,7 @@ TEST_F(EgressProxyTest, DenyRulesAndMissingAllowRulesAre403WithTheReason) {
   start({"*.test"}, {"denied.test"});
   std::string denied = exchange(path(), connect_line("denied.test", echo.port()));
   EXPECT_EQ(denied.rfind("HTTP/1.1 403 Forbidden\r\n", 0), 0u) << denied;
-  EXPECT_NE(denied.find("X-Carapace-Egress: denied by 'denied.test'"), std::string::npos)
-      << denied;
+  EXPECT_NE(denied.find("X-Carapace-Egress: denied by 'denied.test'"), std::string::npos) << denied;
   std::string unlisted = exchange(path(), connect_line("pypi.org", 443));
   EXPECT_EQ(unlisted.rfind("HTTP/1.1 403", 0), 0u) << unlisted;
   EXPECT_NE(unlisted.find("no allow rule"), std::string::npos) << unlisted;
@@ -219,10 +230,13 @@ TEST_F(EgressProxyTest, ANameThatResolvesToAnInternalAddressIsRefused) {
 TEST_F(EgressProxyTest, PrivateAddressesPassOnlyWithANetworkAllowRule) {
   resolver_.add("mirror.test", {{IpAddress::v4(10, 99, 0, 1)}});
   start({"mirror.test", "10.99.0.0/16:9"}, {}, /*admit_loopback=*/false);
-  // Allowed through to the dial: 10.99.0.1:9 does not answer (502/504), but it is not a 403.
-  std::string r = exchange(path(), connect_line("mirror.test", 9));
+  // Allowed through to the dial: whether 10.99.0.1:9 answers depends on this host's network
+  // (200, 502 or 504), but the policy let it through.
+  std::string r = exchange(path(), connect_line("mirror.test", 9), 1500ms);
   EXPECT_EQ(r.find("HTTP/1.1 403"), std::string::npos) << r;
-  EXPECT_TRUE(r.rfind("HTTP/1.1 502", 0) == 0 || r.rfind("HTTP/1.1 504", 0) == 0) << r;
+  EXPECT_TRUE(r.rfind("HTTP/1.1 200", 0) == 0 || r.rfind("HTTP/1.1 502", 0) == 0 ||
+              r.rfind("HTTP/1.1 504", 0) == 0)
+      << r;
   std::string other_port = exchange(path(), connect_line("mirror.test", 10));
   EXPECT_EQ(other_port.rfind("HTTP/1.1 403", 0), 0u) << other_port;
 }
@@ -233,8 +247,7 @@ TEST_F(EgressProxyTest, RebindingGetsOneLookupAndNoSecondChance) {
   resolver_.add("rebind.test", {{IpAddress::v4(203, 0, 113, 9)}, {loopback()}});
   start({"rebind.test"}, {}, /*admit_loopback=*/false);
   std::string first = exchange(path(), connect_line("rebind.test", echo.port()));
-  EXPECT_TRUE(first.rfind("HTTP/1.1 502", 0) == 0 || first.rfind("HTTP/1.1 504", 0) == 0)
-      << first;
+  EXPECT_TRUE(first.rfind("HTTP/1.1 502", 0) == 0 || first.rfind("HTTP/1.1 504", 0) == 0) << first;
   EXPECT_EQ(resolver_.lookups("rebind.test"), 1);
   std::string second = exchange(path(), connect_line("rebind.test", echo.port()));
   EXPECT_EQ(second.rfind("HTTP/1.1 403", 0), 0u) << second;
@@ -247,13 +260,15 @@ TEST_F(EgressProxyTest, ANewPolicyCutsTunnelsItDenies) {
   start({"allowed.test", "other.test"});
   UniqueFd kept = testing::connect_proxy(path());
   UniqueFd cut = testing::connect_proxy(path());
-  for (auto [fd, host] : {std::pair{kept.get(), "other.test"}, std::pair{cut.get(), "allowed.test"}}) {
+  for (auto [fd, host] :
+       {std::pair{kept.get(), "other.test"}, std::pair{cut.get(), "allowed.test"}}) {
     std::string req = connect_line(host, echo.port());
     ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
     char buf[64];
     ASSERT_GT(::recv(fd, buf, sizeof buf, 0), 0);
   }
-  for (int i = 0; i < 100 && proxy_->stats().active < 2; i++) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 100 && proxy_->stats().active < 2; i++)
+    std::this_thread::sleep_for(10ms);
   auto next = EgressPolicy::parse({"other.test"}, {});
   ASSERT_TRUE(next.ok());
   proxy_->set_policy(*next);
@@ -305,7 +320,8 @@ TEST_F(EgressProxyTest, ConnectionsPastTheCapGet503) {
   start({"*"});
   UniqueFd a = testing::connect_proxy(path());
   UniqueFd b = testing::connect_proxy(path());
-  for (int i = 0; i < 100 && proxy_->stats().active < 2; i++) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 100 && proxy_->stats().active < 2; i++)
+    std::this_thread::sleep_for(10ms);
   ASSERT_EQ(proxy_->stats().active, 2u);
   std::string r = exchange(path(), "");
   EXPECT_EQ(r.rfind("HTTP/1.1 503", 0), 0u) << r;

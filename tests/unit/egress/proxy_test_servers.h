@@ -11,9 +11,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,8 +39,9 @@ class LoopbackUpstream {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_.get(), 64);
+    if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::listen(fd_.get(), 64) != 0)
+      throw std::runtime_error(std::string("loopback upstream: ") + strerror(errno));
     socklen_t len = sizeof a;
     ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&a), &len);
     port_ = ntohs(a.sin_port);
@@ -47,7 +51,8 @@ class LoopbackUpstream {
     stop_ = true;
     ::shutdown(fd_.get(), SHUT_RDWR);
     thread_.join();
-    for (auto& t : workers_) t.join();
+    for (auto& t : workers_)
+      t.join();
   }
 
   uint16_t port() const { return port_; }
@@ -89,8 +94,7 @@ class LoopbackUpstream {
       std::lock_guard lock(mu_);
       requests_.push_back(got);
     }
-    const char kAnswer[] =
-        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
+    const char kAnswer[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
     ::send(c, kAnswer, sizeof kAnswer - 1, MSG_NOSIGNAL);
     ::close(c);
   }
@@ -186,7 +190,7 @@ inline std::string read_until_eof(int fd, std::chrono::milliseconds timeout) {
 inline std::string exchange(const std::string& path, const std::string& request,
                             std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
   UniqueFd fd = connect_proxy(path);
-  if (!fd) return "connect failed";
+  if (!fd.valid()) return "connect failed";
   ::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL);
   return read_until_eof(fd.get(), timeout);
 }
