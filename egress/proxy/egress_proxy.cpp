@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <system_error>
 
 #include "common/base/log.h"
 
@@ -16,6 +17,9 @@
 
 namespace carapace::egress {
 namespace {
+
+// A worker with nothing to do for this long ends; the next connection starts a new one.
+constexpr std::chrono::seconds kWorkerIdle{30};
 
 constexpr char kOverCapacity[] =
     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n"
@@ -64,9 +68,15 @@ void EgressProxy::stop() {
   lock.unlock();
   if (acceptor_.joinable()) acceptor_.join();
   lock.lock();
-  for (const auto& c : open_)
+  // A connection still reading its head, or dialling, sees the shutdown; a tunnel the cut.
+  for (const auto& c : open_) {
     (void)c->cut.write();
-  drained_.wait(lock, [this] { return open_.empty(); });
+    ::shutdown(c->client.get(), SHUT_RDWR);
+  }
+  work_.notify_all();
+  drained_.wait(lock, [this] { return workers_ == 0; });
+  queue_.clear();
+  open_.clear();
   lock.unlock();
   http::unlink_unix_listener(listener_);
   listener_.fd.reset();
@@ -126,11 +136,51 @@ void EgressProxy::accept_loop() {
     }
     auto c = std::make_shared<Connection>(std::move(fd), std::move(*cut));
     open_.push_back(c);
-    lock.unlock();
-    // Detached: stop() waits for open_ to drain, and a thread touches nothing of the proxy after
-    // finish() has removed its connection.
-    std::thread([this, c] { serve(c); }).detach();
+    queue_.push_back(c);
+    // An idle worker takes it (a wake-up, not a thread start on the request's path); a new
+    // worker only when none is idle.
+    if (idle_workers_ >= queue_.size()) {
+      work_.notify_one();
+    } else {
+      // Detached: stop() waits until every worker has left, and a worker touches nothing of
+      // the proxy after it said so.
+      try {
+        std::thread([this] { work(); }).detach();
+        workers_++;
+      } catch (const std::system_error&) {
+        // No thread to be had (a pids limit): this one is refused like one over the cap.
+        queue_.pop_back();
+        open_.pop_back();
+        stats_.over_capacity++;
+        lock.unlock();
+        (void)::send(c->client.get(), kOverCapacity, sizeof kOverCapacity - 1,
+                     MSG_DONTWAIT | MSG_NOSIGNAL);
+      }
+    }
   }
+}
+
+void EgressProxy::work() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    idle_workers_++;
+    bool woken = work_.wait_for(lock, kWorkerIdle, [this] { return !queue_.empty() || stopped_; });
+    idle_workers_--;
+    if (queue_.empty()) {
+      if (stopped_ || !woken) break;  // stopping, or idle for kWorkerIdle
+      continue;
+    }
+    std::shared_ptr<Connection> c = std::move(queue_.front());
+    queue_.pop_front();
+    const bool stopping = stopped_;
+    lock.unlock();
+    if (!stopping) serve(c);
+    finish(c);
+    c.reset();
+    lock.lock();
+  }
+  workers_--;
+  drained_.notify_all();
 }
 
 void EgressProxy::serve(const std::shared_ptr<Connection>& c) {
@@ -139,13 +189,11 @@ void EgressProxy::serve(const std::shared_ptr<Connection>& c) {
   } catch (const std::exception& e) {
     LOG_ERROR("egress proxy %s: connection failed: %s", options_.sandbox.c_str(), e.what());
   }
-  finish(c);
 }
 
 void EgressProxy::finish(const std::shared_ptr<Connection>& c) {
   std::lock_guard lock(mu_);
   std::erase(open_, c);
-  if (open_.empty()) drained_.notify_all();
 }
 
 }  // namespace carapace::egress

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -75,6 +76,7 @@ class EgressProxy {
   struct Connection;
   explicit EgressProxy(EgressProxyOptions options);
   void accept_loop();
+  void work();
   void serve(const std::shared_ptr<Connection>& c);
   void handle(Connection& c);
   void finish(const std::shared_ptr<Connection>& c);
@@ -88,7 +90,13 @@ class EgressProxy {
   mutable std::mutex mu_;
   std::condition_variable drained_;
   std::shared_ptr<const EgressPolicy> policy_;
-  std::vector<std::shared_ptr<Connection>> open_;
+  std::vector<std::shared_ptr<Connection>> open_;  // accepted, not finished
+  // Connections accepted and not yet taken by a worker, and the workers (one connection each at
+  // a time; idle ones wait on work_).
+  std::deque<std::shared_ptr<Connection>> queue_;
+  std::condition_variable work_;
+  size_t workers_ = 0;
+  size_t idle_workers_ = 0;
   EgressStats stats_;
   bool stopped_ = false;
 };

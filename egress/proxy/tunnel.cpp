@@ -11,6 +11,7 @@ namespace carapace::egress {
 namespace {
 
 constexpr size_t kBufferBytes = 128 * 1024;
+constexpr int kPumpRounds = 8;
 
 // One direction: bytes read from `from`, not yet written to `to`.
 struct Direction {
@@ -49,6 +50,23 @@ struct Direction {
       return true;
     }
     return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+  }
+
+  // Moves what it can without waiting: a read when the buffer is empty, a write when it is not,
+  // until a call would block -- so a chunk read is sent at once, not after another poll -- or
+  // kPumpRounds rounds have passed (the other direction's turn). false on a socket error.
+  bool pump() {
+    for (int round = 0; round < kPumpRounds; round++) {
+      if (empty()) {
+        if (eof) return true;
+        if (!read_some()) return false;
+        if (empty()) return true;  // nothing there yet, or EOF
+      }
+      const size_t left = end - begin;
+      if (!write_some()) return false;
+      if (end - begin == left || !empty()) return true;  // the peer's buffer is full
+    }
+    return true;
   }
 
   void pass_eof() {
@@ -105,15 +123,7 @@ TunnelEnd run_tunnel(int client, int upstream, int stop_fd, std::chrono::millise
     client_hup = client_hup || (fds[0].revents & POLLHUP);
     upstream_hup = upstream_hup || (fds[1].revents & POLLHUP);
     // POLLHUP/POLLERR show up as a read or write that fails or returns 0.
-    const short kWake = POLLIN | POLLHUP | POLLERR;
-    if ((fds[0].revents & kWake) && !up.eof && up.empty() && !up.read_some())
-      return TunnelEnd::kReset;
-    if ((fds[1].revents & kWake) && !down.eof && down.empty() && !down.read_some())
-      return TunnelEnd::kReset;
-    if ((fds[0].revents & (POLLOUT | POLLERR | POLLHUP)) && !down.empty() && !down.write_some())
-      return TunnelEnd::kReset;
-    if ((fds[1].revents & (POLLOUT | POLLERR | POLLHUP)) && !up.empty() && !up.write_some())
-      return TunnelEnd::kReset;
+    if (!up.pump() || !down.pump()) return TunnelEnd::kReset;
     up.pass_eof();
     down.pass_eof();
   }
