@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -65,11 +66,17 @@ uint64_t keyed_value(const std::string& text, const std::string& key) {
   return 0;
 }
 
-// Waits up to ~2 s for the kernel to let go of the cgroup, then removes it.
+// How long a cgroup's processes, once sent SIGKILL, get to leave it, and the kernel to let go
+// of the emptied cgroup. Generous: a killed process with much memory to free, on a loaded host,
+// has been seen to take over 2 s, and a cgroup given up on is left behind for good.
+constexpr std::chrono::seconds kRemoveBudget{10};
+
+// Retries the removal while the cgroup is busy, up to kRemoveBudget.
 Status rmdir_retry(const std::string& path) {
-  for (int i = 0; i < 2000; ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + kRemoveBudget;
+  for (;;) {
     if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return ok_status();
-    if (errno != EBUSY) break;
+    if (errno != EBUSY || std::chrono::steady_clock::now() >= deadline) break;
     ::usleep(1000);
   }
   return sys_error("cgroup: rmdir " + path);
@@ -168,7 +175,8 @@ Status JailCgroups::remove_stale() {
     // A supervisor killed with SIGKILL can leave its VMM behind only if the VMM outlived its
     // parent-death signal; kill whatever is in there before removing the directory.
     if (d.v2 && exists(d.path + "/cgroup.kill")) (void)write_file(d.path + "/cgroup.kill", "1");
-    for (int i = 0; i < 2000; ++i) {
+    const auto deadline = std::chrono::steady_clock::now() + kRemoveBudget;
+    while (std::chrono::steady_clock::now() < deadline) {
       std::istringstream procs(read_file(d.path + "/cgroup.procs"));
       pid_t pid = 0;
       bool any = false;

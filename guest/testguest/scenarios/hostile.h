@@ -29,6 +29,9 @@ struct Target {
   uint8_t* scratch;     // 8 KiB of DMA memory for probes and bad chains
   uint8_t* rx_bufs;     // net, vsock: buffers kept on queue 0 (kRxBytes each)
   uint16_t rx_buffer_of[kQueueSize];  // per queue-0 head: the buffer it carries
+  // Sees every queue-0 buffer drain_rx gives back when its caller names no `seen` of its own --
+  // also the drains while submit() waits for a TX completion, which a reply may overtake.
+  void (*rx_watch)(Target&, const uint8_t*, uint32_t);
 
   Virtqueue& probe_q() { return queues[probe_queue]; }
 };

@@ -161,17 +161,22 @@ const char* vsock_steps(Target& t) {
     const Buf b{phys(big), cut ? 20u : static_cast<uint32_t>(sizeof c.h + c.payload), false};
     if (submit(t, &b, 1) < 0) return failed(t, c.what, "never returned");
   }
-  // A REQUEST to a host port nobody listens on (<uds>_1): refused with an RST to our port.
+  // A REQUEST to a host port nobody listens on (<uds>_1): refused with an RST to our port. The
+  // RST may come back before the device marks the REQUEST's TX buffer used, so it is counted on
+  // every drain from here on, submit()'s own included.
   rsts_for_request = 0;
+  t.rx_watch = watch_rst;
   const VsockHdr req{cid, kHostCid, 40001, 1, 0, 1, kOpRequest, 0, 65536, 0};
   memcpy(big, &req, sizeof req);
   const Buf b{phys(big), sizeof req, false};
-  if (submit(t, &b, 1) < 0) return failed(t, "request to a closed port", "never returned");
+  const int64_t sent = submit(t, &b, 1);
   Deadline deadline(kTimeout);
-  while (rsts_for_request == 0 && !deadline.expired()) {
-    drain_rx(t, watch_rst);
+  while (sent >= 0 && rsts_for_request == 0 && !deadline.expired()) {
+    drain_rx(t);
     cpu_relax();
   }
+  t.rx_watch = nullptr;
+  if (sent < 0) return failed(t, "request to a closed port", "never returned");
   if (rsts_for_request == 0) return failed(t, "request to a closed port", "no RST came back");
   return nullptr;
 }

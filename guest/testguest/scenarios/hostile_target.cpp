@@ -21,6 +21,7 @@ uint64_t wanted_features(const Target& t) {
 const char* prepare(Target& t, const DeviceInfo& info, int index_of_type) {
   t.info = info;
   t.dev = Device(info);
+  t.rx_watch = nullptr;
   const uint32_t type = info.device_id;
   const bool rx = type == kTypeNet || type == kTypeVsock;
   t.queue_count = type == kTypeVsock ? 3 : type == kTypeNet ? 2 : 1;
@@ -67,6 +68,7 @@ void fill_rx(Target& t) {
 
 void drain_rx(Target& t, void (*seen)(Target&, const uint8_t*, uint32_t)) {
   if (!t.rx_bufs) return;
+  if (!seen) seen = t.rx_watch;
   Virtqueue& q = t.queues[0];
   uint32_t head, len;
   bool any = false;
