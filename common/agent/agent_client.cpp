@@ -374,6 +374,15 @@ Result<std::vector<std::string>> AgentClient::post_restore(const AgentPostRestor
   return out;
 }
 
+Result<std::string> AgentClient::set_egress(const std::string& upstream, uint16_t listen_port) {
+  json r{{"op", "egress"}, {"listen_port", listen_port}};
+  r["upstream"] = upstream.empty() ? json(nullptr) : json(upstream);
+  json reply = TRY(call(std::move(r)));
+  auto proxy = reply.find("proxy");
+  if (proxy == reply.end() || !(proxy->is_null() || proxy->is_string())) return bad_reply("egress");
+  return proxy->is_null() ? std::string() : proxy->get<std::string>();
+}
+
 Status AgentClient::shutdown() {
   TRY(call({{"op", "shutdown"}}));
   fd_.reset();  // the agent waits for this close before it goes

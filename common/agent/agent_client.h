@@ -108,6 +108,10 @@ class AgentClient {
   Result<std::vector<std::string>> post_restore(const AgentPostRestore& req);
   // The agent replies, then ends (host mode) or resets the VM once this connection closes.
   Status shutdown();
+  // Turns the agent's forwarder to the host's egress proxy on (`upstream` "unix:PATH" or
+  // "vsock:PORT", listening on 127.0.0.1:`listen_port`, 0 for any), moves it, or with an empty
+  // `upstream` off. Returns the proxy URL execs get from now on ("" when off).
+  Result<std::string> set_egress(const std::string& upstream, uint16_t listen_port = 3128);
 
   // Raw access for protocol tests: a request object (id and token added when absent), raw
   // bytes, and the next reply frame as JSON text.

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base/byte_relay.h"
 #include "common/http/body_reader.h"
 #include "common/http/chunked.h"
 #include "common/http/message_parser.h"
@@ -10,7 +11,6 @@
 #include "egress/proxy/egress_proxy.h"
 #include "egress/proxy/proxy_connection.h"
 #include "egress/proxy/proxy_target.h"
-#include "egress/proxy/tunnel.h"
 
 namespace carapace::egress {
 namespace {
@@ -185,7 +185,7 @@ void EgressProxy::handle(Connection& c) {
   count(&EgressStats::allowed);
 
   const int up = upstream->fd.get();
-  TunnelBytes bytes;
+  RelayBytes bytes;
   bool sent_all = true;
   if (target->kind == ProxyTarget::Kind::kConnect) {
     // Bytes the client sent after the head (a TLS ClientHello right behind CONNECT) go first.
@@ -204,10 +204,10 @@ void EgressProxy::handle(Connection& c) {
         answer(fd, 400, "malformed or unfinished request body");
     }
   }
-  TunnelEnd end = TunnelEnd::kReset;
+  RelayEnd end = RelayEnd::kReset;
   if (sent_all) {
-    end = run_tunnel(fd, up, c.cut.fd(), options_.idle_timeout,
-                     target->kind == ProxyTarget::Kind::kForward, bytes);
+    end = run_relay(fd, up, c.cut.fd(), options_.idle_timeout,
+                    target->kind == ProxyTarget::Kind::kForward, bytes);
   }
   {
     std::lock_guard lock(mu_);
@@ -218,7 +218,7 @@ void EgressProxy::handle(Connection& c) {
   line["reason"] = named.reason;
   line["bytes_up"] = bytes.up;
   line["bytes_down"] = bytes.down;
-  line["end"] = tunnel_end_name(end);
+  line["end"] = relay_end_name(end);
   log_line(line.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 

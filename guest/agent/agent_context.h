@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "guest/agent/child_registry.h"
+#include "guest/agent/egress_forwarder.h"
 #include "guest/agent/exec_table.h"
 #include "guest/agent/options.h"
 #include "guest/agent/sandbox_root.h"
@@ -43,6 +44,10 @@ struct AgentContext {
   ExecTable execs;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::atomic<int> connections{0};  // being served now (server.cpp caps it)
+  // The forwarder to the host's egress proxy, while the host has it on (op "egress"); execs
+  // started meanwhile get proxy_env() for its port.
+  std::mutex egress_mu;
+  std::unique_ptr<EgressForwarder> egress;
 };
 
 }  // namespace carapace::agent

@@ -21,7 +21,7 @@ constexpr OpEntry kOps[] = {
     {"kill", true, op_kill},         {"put_file", true, op_put_file},
     {"get_file", true, op_get_file}, {"list", true, op_list},
     {"stat", true, op_stat},         {"post_restore", true, op_post_restore},
-    {"shutdown", true, op_shutdown},
+    {"shutdown", true, op_shutdown}, {"egress", true, op_egress},
 };
 
 // Handles one request frame; false when the connection must close.

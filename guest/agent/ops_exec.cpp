@@ -41,9 +41,17 @@ Result<std::vector<std::string>> parse_argv(const json& body) {
   return argv;
 }
 
-// The default environment with the request's "env" object applied on top.
-Result<std::vector<std::string>> parse_env(const json& body) {
+// The default environment (with the proxy variables while the egress forwarder runs) and the
+// request's "env" object applied on top.
+Result<std::vector<std::string>> parse_env(AgentContext& ctx, const json& body) {
   std::vector<std::string> env = default_exec_env();
+  {
+    std::lock_guard lock(ctx.egress_mu);
+    if (ctx.egress) {
+      for (std::string& e : proxy_env(ctx.egress->port()))
+        env.push_back(std::move(e));
+    }
+  }
   auto it = body.find("env");
   if (it == body.end()) return env;
   if (!it->is_object())
@@ -67,7 +75,7 @@ Result<std::vector<std::string>> parse_env(const json& body) {
 Status op_exec(AgentContext& ctx, ConnectionState& conn, const Request& req) {
   ExecSpec spec;
   spec.argv = TRY(parse_argv(req.body));
-  spec.env = TRY(parse_env(req.body));
+  spec.env = TRY(parse_env(ctx, req.body));
   std::string cwd = TRY(opt_string(req.body, "cwd")).value_or(".");
   spec.stdin_data = TRY(opt_bytes(req.body, "stdin", kMaxFrameBytes));
   spec.timeout_ms = TRY(opt_u64(req.body, "timeout_ms", 0, kMaxTimeoutMs));

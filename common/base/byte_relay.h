@@ -1,34 +1,35 @@
-// The byte relay behind a CONNECT tunnel and a forwarded request's response: two sockets copied
-// into each other until both directions end, with a bounded buffer per direction (a peer that
-// stops reading stalls its direction; it cannot grow memory) and an idle deadline (a tunnel no
-// byte has crossed for that long is closed).
+// A byte relay between two stream sockets -- the egress proxy's CONNECT tunnels and forwarded
+// responses, the guest agent's forwarder to that proxy: copied into each other until both
+// directions end, with a bounded buffer per direction (a peer that stops reading stalls its
+// direction; it cannot grow memory) and an idle deadline (a relay no byte has crossed for that
+// long is closed).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 
-namespace carapace::egress {
+namespace carapace {
 
-struct TunnelBytes {
+struct RelayBytes {
   uint64_t up = 0;    // client -> upstream
   uint64_t down = 0;  // upstream -> client
 };
 
-enum class TunnelEnd : uint8_t {
+enum class RelayEnd : uint8_t {
   kClosed,   // both directions reached EOF and were passed on
   kReset,    // a socket error (a reset, a peer gone mid-write)
   kIdle,     // nothing moved for the idle timeout
   kStopped,  // stop_fd became readable (the proxy stopping, the policy withdrawn)
 };
 
-const char* tunnel_end_name(TunnelEnd e);
+const char* relay_end_name(RelayEnd e);
 
 // Copies `client` <-> `upstream` (both non-blocking stream sockets). An EOF on one side is passed
 // on as shutdown(SHUT_WR) of the other once what was read before it is delivered (half-close,
 // RFC 9112 9.6 leaves it to the peers). `only_down`: the client's side is not read at all (a
 // forwarded request whose body was already sent: anything more the client writes is a second
 // request that must not reach this upstream). Adds to `bytes` as data moves.
-TunnelEnd run_tunnel(int client, int upstream, int stop_fd, std::chrono::milliseconds idle,
-                     bool only_down, TunnelBytes& bytes);
+RelayEnd run_relay(int client, int upstream, int stop_fd, std::chrono::milliseconds idle,
+                   bool only_down, RelayBytes& bytes);
 
-}  // namespace carapace::egress
+}  // namespace carapace

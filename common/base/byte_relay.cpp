@@ -1,4 +1,4 @@
-#include "egress/proxy/tunnel.h"
+#include "common/base/byte_relay.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <memory>
 
-namespace carapace::egress {
+namespace carapace {
 namespace {
 
 constexpr size_t kBufferBytes = 128 * 1024;
@@ -79,22 +79,22 @@ struct Direction {
 
 }  // namespace
 
-const char* tunnel_end_name(TunnelEnd e) {
+const char* relay_end_name(RelayEnd e) {
   switch (e) {
-    case TunnelEnd::kClosed:
+    case RelayEnd::kClosed:
       return "closed";
-    case TunnelEnd::kReset:
+    case RelayEnd::kReset:
       return "reset";
-    case TunnelEnd::kIdle:
+    case RelayEnd::kIdle:
       return "idle";
-    case TunnelEnd::kStopped:
+    case RelayEnd::kStopped:
       return "stopped";
   }
   return "?";
 }
 
-TunnelEnd run_tunnel(int client, int upstream, int stop_fd, std::chrono::milliseconds idle,
-                     bool only_down, TunnelBytes& bytes) {
+RelayEnd run_relay(int client, int upstream, int stop_fd, std::chrono::milliseconds idle,
+                   bool only_down, RelayBytes& bytes) {
   Direction up{.from = client, .to = upstream, .counter = &bytes.up};
   Direction down{.from = upstream, .to = client, .counter = &bytes.down};
   if (only_down) up.eof = up.shut = true;  // never read; upstream keeps its write side
@@ -116,18 +116,18 @@ TunnelEnd run_tunnel(int client, int upstream, int stop_fd, std::chrono::millise
     int n = ::poll(fds, stop_fd >= 0 ? 3 : 2, timeout_ms);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return TunnelEnd::kReset;
+      return RelayEnd::kReset;
     }
-    if (n == 0) return TunnelEnd::kIdle;
-    if (stop_fd >= 0 && (fds[2].revents & POLLIN)) return TunnelEnd::kStopped;
+    if (n == 0) return RelayEnd::kIdle;
+    if (stop_fd >= 0 && (fds[2].revents & POLLIN)) return RelayEnd::kStopped;
     client_hup = client_hup || (fds[0].revents & POLLHUP);
     upstream_hup = upstream_hup || (fds[1].revents & POLLHUP);
     // POLLHUP/POLLERR show up as a read or write that fails or returns 0.
-    if (!up.pump() || !down.pump()) return TunnelEnd::kReset;
+    if (!up.pump() || !down.pump()) return RelayEnd::kReset;
     up.pass_eof();
     down.pass_eof();
   }
-  return TunnelEnd::kClosed;
+  return RelayEnd::kClosed;
 }
 
-}  // namespace carapace::egress
+}  // namespace carapace
