@@ -56,9 +56,9 @@ class CheckLayersTest(unittest.TestCase):
         self.assert_check_fails_saying('vmm/devices/rng may not include vmm/machine')
 
     def test_an_undeclared_source_folder_fails(self):
-        os.makedirs(os.path.join(self.root, 'egress'))
-        self.append('egress/proxy.cpp', '#include "common/base/result.h"\n')
-        self.assert_check_fails_saying('egress/: a source folder layers.txt does not declare')
+        os.makedirs(os.path.join(self.root, 'sideline'))
+        self.append('sideline/proxy.cpp', '#include "common/base/result.h"\n')
+        self.assert_check_fails_saying('sideline/: a source folder layers.txt does not declare')
 
     def test_a_cycle_in_the_declaration_fails(self):
         self.append('layers.txt', 'cycle/a: cycle/b\ncycle/b: cycle/a\n')

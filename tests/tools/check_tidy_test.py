@@ -129,11 +129,11 @@ class CheckTidyTest(unittest.TestCase):
         self.assertIn('[bugprone-use-after-move', r.stdout)
 
     def test_a_file_outside_the_compile_database_is_named_not_checked(self):
-        os.makedirs(os.path.join(self.root, 'egress'))
-        self.append('egress/proxy.cpp', USE_AFTER_MOVE)
+        os.makedirs(os.path.join(self.root, 'sideline'))
+        self.append('sideline/proxy.cpp', USE_AFTER_MOVE)
         r = self.check('HEAD')
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn('egress/proxy.cpp: not in', r.stdout)
+        self.assertIn('sideline/proxy.cpp: not in', r.stdout)
         self.assertIn('no changed C++ files to check', r.stdout)
 
 
