@@ -14,7 +14,6 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,8 +27,8 @@
 
 #include "bench/bench_support.h"
 #include "common/base/unique_fd.h"
-#include "egress/policy/address_class.h"
 #include "egress/proxy/egress_proxy.h"
+#include "tests/unit/egress/proxy_test_servers.h"
 
 using namespace carapace;
 using namespace carapace::egress;
@@ -98,25 +97,6 @@ class UpstreamServer {
   uint16_t port_ = 0;
   std::thread thread_;
 };
-
-UniqueFd connect_tcp(uint16_t port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return UniqueFd();
-  return fd;
-}
-
-UniqueFd connect_unix(const std::string& path) {
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return UniqueFd();
-  return fd;
-}
 
 // Reads until EOF; the byte count, or until the end of a head when `head_only` (a CONNECT reply).
 uint64_t drain(int fd, bool head_only = false) {
@@ -208,7 +188,7 @@ pid_t start_tinyproxy(const std::string& dir, uint16_t upstream, uint16_t* port)
     _exit(127);
   }
   for (int i = 0; i < 200; i++) {
-    if (connect_tcp(*port).valid()) return pid;
+    if (egress::testing::connect_loopback(*port).valid()) return pid;
     usleep(10000);
   }
   kill(pid, SIGKILL);
@@ -241,12 +221,7 @@ int main(int argc, char** argv) {
   o.listen_path = dir + "/egress.sock";
   o.sandbox = "bench";
   o.policy = *EgressPolicy::parse({"127.0.0.0/8:" + std::to_string(up.port())}, {});
-  o.check = [](const EgressPolicy& p, const Destination& d, const IpAddress& a) {
-    Decision dec = check_address(p, d, a, {});
-    if (!dec.allowed && classify_address(a) == AddressClass::kLoopback)
-      return Decision{true, "loopback admitted by the bench", ""};
-    return dec;
-  };
+  o.check = egress::testing::loopback_admitting_check();  // the bench's upstream is on loopback
   o.log = [](const std::string&) {};
   auto proxy = EgressProxy::start(std::move(o));
   if (!proxy.ok()) {
@@ -258,15 +233,15 @@ int main(int argc, char** argv) {
 
   const std::string hostport = "127.0.0.1:" + std::to_string(up.port());
   std::vector<Path> paths = {
-      {"direct", [&] { return connect_tcp(up.port()); },
+      {"direct", [&] { return egress::testing::connect_loopback(up.port()); },
        [](const std::string& p) { return "GET " + p + " HTTP/1.1\r\nHost: x\r\n\r\n"; }},
-      {"carapace", [&] { return connect_unix(dir + "/egress.sock"); },
+      {"carapace", [&] { return egress::testing::connect_proxy(dir + "/egress.sock"); },
        [&](const std::string& p) {
          return "GET http://" + hostport + p + " HTTP/1.1\r\nHost: x\r\n\r\n";
        }},
   };
   if (tiny) {
-    paths.push_back({"tinyproxy", [&] { return connect_tcp(tiny_port); },
+    paths.push_back({"tinyproxy", [&] { return egress::testing::connect_loopback(tiny_port); },
                      [&](const std::string& p) {
                        return "GET http://" + hostport + p + " HTTP/1.1\r\nHost: x\r\n\r\n";
                      }});

@@ -25,13 +25,6 @@ constexpr char kOverCapacity[] =
     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n"
     "Content-Length: 47\r\n\r\ncarapace egress: too many connections, retry.\r\n";
 
-// Whether `c`, let through under an old policy, is still allowed under `policy`.
-bool still_allowed(const EgressPolicy& policy, const AddressCheck& check, const Destination& dest,
-                   const std::optional<IpAddress>& address) {
-  if (!decide(policy, dest).allowed) return false;
-  return !address || check(policy, dest, *address).allowed;
-}
-
 }  // namespace
 
 EgressProxy::EgressProxy(EgressProxyOptions options) : options_(std::move(options)) {}

@@ -13,6 +13,14 @@
 
 namespace carapace::egress {
 
+// Whether a connection to `dest` (dialled at `address`, once it is), let through under an earlier
+// policy, is still allowed under `policy`: the name stage, then the address stage.
+inline bool still_allowed(const EgressPolicy& policy, const AddressCheck& check,
+                          const Destination& dest, const std::optional<IpAddress>& address) {
+  if (!decide(policy, dest).allowed) return false;
+  return !address || check(policy, dest, *address).allowed;
+}
+
 struct EgressProxy::Connection {
   Connection(UniqueFd fd, EventFd cut_signal) : client(std::move(fd)), cut(std::move(cut_signal)) {}
 

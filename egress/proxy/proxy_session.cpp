@@ -177,8 +177,7 @@ void EgressProxy::handle(Connection& c) {
   // A policy replaced while this one dialled has not seen the address: check it here.
   {
     std::lock_guard lock(mu_);
-    if (policy_ != policy && !(decide(*policy_, *dest).allowed &&
-                               options_.check(*policy_, *dest, upstream->address).allowed)) {
+    if (policy_ != policy && !still_allowed(*policy_, options_.check, *dest, upstream->address)) {
       (void)c.cut.write();
     }
   }

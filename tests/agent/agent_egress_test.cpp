@@ -18,18 +18,14 @@ namespace carapace::testing {
 namespace {
 
 using namespace std::chrono_literals;
+using egress::testing::connect_loopback;
 
 // A Unix-socket stand-in for the host proxy: echoes every connection.
 class UnixEcho {
  public:
   explicit UnixEcho(const std::string& path) : path_(path) {
-    fd_ = UniqueFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-    if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::listen(fd_.get(), 16) != 0)
-      throw std::runtime_error("unix echo: " + std::string(strerror(errno)));
+    fd_ = unix_socket(SOCK_STREAM, path, SocketEnd::kListen);
+    if (!fd_.valid()) throw std::runtime_error("unix echo: " + std::string(strerror(errno)));
     thread_ = std::thread([this] {
       for (;;) {
         int c = ::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
@@ -56,16 +52,6 @@ class UnixEcho {
   std::thread thread_;
   std::atomic<int> connections_{0};
 };
-
-UniqueFd connect_loopback(uint16_t port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return UniqueFd();
-  return fd;
-}
 
 uint16_t port_of(const std::string& url) {
   return static_cast<uint16_t>(std::stoi(url.substr(url.rfind(':') + 1)));

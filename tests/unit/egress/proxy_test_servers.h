@@ -7,7 +7,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,6 +24,7 @@
 #include "egress/policy/address_class.h"
 #include "egress/policy/egress_policy.h"
 #include "egress/proxy/upstream.h"
+#include "tests/integration/unix_sockets.h"
 
 namespace carapace::egress::testing {
 
@@ -160,16 +160,23 @@ inline AddressCheck loopback_admitting_check() {
   };
 }
 
-// A client of the proxy's Unix socket: sends `request`, then reads until EOF or `timeout`.
+// A client of the proxy's Unix socket (invalid when nothing listens there).
 inline UniqueFd connect_proxy(const std::string& path) {
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+  return carapace::testing::unix_socket(SOCK_STREAM, path, carapace::testing::SocketEnd::kConnect);
+}
+
+// A TCP connection to 127.0.0.1:`port` (invalid when nothing listens there).
+inline UniqueFd connect_loopback(uint16_t port) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return UniqueFd();
   return fd;
 }
 
+// Reads until EOF or `timeout`.
 inline std::string read_until_eof(int fd, std::chrono::milliseconds timeout) {
   std::string out;
   auto deadline = std::chrono::steady_clock::now() + timeout;
