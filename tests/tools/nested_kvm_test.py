@@ -37,7 +37,10 @@ case "$mode" in
   run) echo "hello from L1 run $runs" > "$job/output"; echo 7 > "$job/rc"; exit 0 ;;
   freeze) echo "last words before the freeze" >> "$console"; exec sleep 600 ;;
   lockup) echo "watchdog: BUG: soft lockup - CPU#0 stuck for 64s! [qemu:42]" >> "$console"
-          for i in $(seq 200); do echo "trace line $i" >> "$console"; done; exec sleep 600 ;;
+          # The trace comes a moment after the complaint, in one write: the harness must wait
+          # for it before it stops the L1.
+          sleep 0.5; seq -f 'trace line %g' 200 > "$FAKE_STATE/trace"; cat "$FAKE_STATE/trace" >> "$console"
+          exec sleep 600 ;;
   die) echo "Kernel panic - not syncing: fake" >> "$console"; exit 0 ;;
 esac
 '''
