@@ -1,9 +1,14 @@
 #include "egress/egress_proxy_command.h"
 
 #include <signal.h>
+#include <sys/types.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "common/base/exit_code.h"
 #include "common/base/flag_values.h"
@@ -27,6 +32,8 @@ constexpr char kUsage[] =
     "  --allow-host RULE     allow a destination (repeatable): name, *.suffix, *, an address or\n"
     "                        CIDR network, each with an optional :port\n"
     "  --deny-host RULE      deny a destination (repeatable; deny wins)\n"
+    "  --listen-mode MODE    the socket's mode, octal (default 0600; 0666 when the folder is\n"
+    "                        what keeps others out and the sandbox runs as another user)\n"
     "  --control PATH        a control socket: GET/PUT /policy {\"allow_hosts\", \"deny_hosts\"},\n"
     "                        GET /stats\n"
     "  --sandbox NAME        named in every log line\n"
@@ -38,6 +45,7 @@ constexpr char kUsage[] =
 struct EgressArgs {
   bool help = false;
   std::string listen;
+  mode_t listen_mode = 0600;
   std::string control;
   std::string sandbox;
   std::vector<std::string> allow;
@@ -52,6 +60,12 @@ Result<EgressArgs> parse_args(const std::vector<std::string>& args) {
   auto on_flag = [&a](const std::string& f, const std::string& v) -> Status {
     if (f == "--listen") {
       a.listen = v;
+    } else if (f == "--listen-mode") {
+      char* end = nullptr;
+      const unsigned long m = std::strtoul(v.c_str(), &end, 8);
+      if (v.empty() || *end != '\0' || (m != 0600 && m != 0660 && m != 0666))
+        return flag_error(f + ": must be 0600, 0660 or 0666");
+      a.listen_mode = static_cast<mode_t>(m);
     } else if (f == "--control") {
       a.control = v;
     } else if (f == "--sandbox") {
@@ -76,6 +90,26 @@ Result<EgressArgs> parse_args(const std::vector<std::string>& args) {
   TRY_STATUS(for_each_flag_pair(args, a.help, on_flag));
   if (!a.help && a.listen.empty()) return flag_error("--listen PATH is required");
   return a;
+}
+
+// A decision line as the daemon's own log lines look (ts, level, msg first), since the daemon
+// runs this program with its stderr: one log, one shape.
+void log_json(const char* msg, const std::string& line) {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  tm utc{};
+  ::gmtime_r(&now.tv_sec, &utc);
+  char ts[96];
+  std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
+                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+                static_cast<int>(now.tv_nsec / 1000000));
+  const bool fields = line.size() > 2 && line.front() == '{';
+  std::fprintf(stderr, "{\"ts\": \"%s\", \"level\": \"info\", \"msg\": \"%s\"%s%s\n", ts, msg,
+               fields ? ", " : "}", fields ? line.c_str() + 1 : "");
+}
+
+void log_decision(const std::string& line) {
+  log_json("egress decision", line);
 }
 
 std::chrono::milliseconds to_ms(double s) {
@@ -109,6 +143,8 @@ int cmd_egress_proxy(const std::vector<std::string>& args) {
 
   egress::EgressProxyOptions options;
   options.listen_path = parsed->listen;
+  options.listen_mode = parsed->listen_mode;
+  options.log = log_decision;
   options.sandbox = parsed->sandbox;
   options.policy = std::move(*policy);
   options.max_connections = parsed->max_connections;
@@ -134,8 +170,9 @@ int cmd_egress_proxy(const std::vector<std::string>& args) {
     }
     control = std::move(*started);
   }
-  fprintf(stderr, "{\"event\": \"egress_proxy_ready\", \"listen\": \"%s\"}\n",
-          parsed->listen.c_str());
+  log_json("egress proxy ready",
+           nlohmann::json{{"sandbox", parsed->sandbox}, {"listen", parsed->listen}}.dump(
+               -1, ' ', false, nlohmann::json::error_handler_t::replace));
   int sig = 0;
   while (sigwait(&stop, &sig) != 0) {
   }

@@ -174,6 +174,11 @@ int run_process_sandbox(const ProcessSandboxConfig& cfg) {
   // sandbox's uid, which can then neither replace it nor plant a symlink for the host to follow.
   JailFolder jail(JailFolderSpec{cfg.chroot_base, cfg.id, 0, 0, kWho}, std::move(*cgroups));
   if (Status s = jail.acquire(); !s.ok()) return fail(s.error());
+  // Made before the sandbox exists and removed with the jail; empty unless its sandbox gets
+  // egress, when the daemon's proxy binds its socket here.
+  if ((::mkdir(cfg.egress_dir().c_str(), 0755) != 0 && errno != EEXIST) ||
+      ::chmod(cfg.egress_dir().c_str(), 0755) != 0)  // whatever the umask
+    return fail(sys_error("mkdir " + cfg.egress_dir()));
 
   auto stops = BlockedStopSignals::block();
   if (!stops.ok()) return fail(stops.error());

@@ -45,8 +45,14 @@ struct ProcessSandboxConfig {
   std::vector<std::string> allow_egress;  // refused: not supported by this back end yet
 
   std::string jail_dir() const { return chroot_base + "/" + id; }
+  // Where a host-side egress proxy may put its socket for this sandbox (kEgressDirInside in the
+  // sandbox, read-only): root's, so the sandbox can connect to what is there but replace nothing.
+  std::string egress_dir() const { return jail_dir() + "/egress"; }
   std::string cgroup_name() const { return "process-" + id; }
 };
+
+// The sandbox's view of egress_dir().
+inline constexpr char kEgressDirInside[] = "/run/carapace-egress";
 
 // The uid inside the sandbox's user namespace that the host uid is mapped to.
 constexpr uid_t kSandboxInnerId = 1000;

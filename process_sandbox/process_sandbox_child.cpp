@@ -149,6 +149,11 @@ Status build_root(const ProcessChildPlan& plan) {
   TRY_STATUS(do_mount(cfg.jail_dir() + "/run", root + "/run/carapace", nullptr, MS_BIND));
   TRY_STATUS(do_mount("", root + "/run/carapace", nullptr,
                       MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC));
+  // The egress folder, read-only: connecting to a socket needs no write access to its folder.
+  TRY_STATUS(make_dirs(root + kEgressDirInside, 0755));
+  TRY_STATUS(do_mount(cfg.egress_dir(), root + kEgressDirInside, nullptr, MS_BIND));
+  TRY_STATUS(do_mount("", root + kEgressDirInside, nullptr,
+                      MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC));
   // /sys is left empty: it would show the host's devices.
   if (!cfg.agent_exe.empty()) {
     TRY_STATUS(do_mount(cfg.agent_exe, root + kAgentPath, nullptr, MS_BIND));

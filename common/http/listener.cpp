@@ -3,6 +3,7 @@
 #include "common/base/stale_socket.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,9 +24,25 @@ Result<sockaddr_un> unix_address(const std::string& path) {
   return addr;
 }
 
+// The umask may have taken bits off the mode bind() gave the file: set it again, without following
+// a link, since the folder may be one another user can write (a jailed VMM's) and swap the socket
+// for a link in between. glibc does that through /proc/self/fd; where no /proc is mounted (a VMM
+// in its chroot, whose folder nobody else writes) it falls back to chmod on a checked socket.
+bool set_mode_nofollow(const std::string& path, mode_t mode) {
+  if (::fchmodat(AT_FDCWD, path.c_str(), mode, AT_SYMLINK_NOFOLLOW) == 0) return true;
+  if (errno != ENOTSUP && errno != EOPNOTSUPP) return false;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) < 0) return false;
+  if (!S_ISSOCK(st.st_mode)) {
+    errno = ELOOP;
+    return false;
+  }
+  return ::chmod(path.c_str(), mode) == 0;
+}
+
 }  // namespace
 
-Result<UnixListener> listen_unix(const std::string& path, int backlog) {
+Result<UnixListener> listen_unix(const std::string& path, int backlog, mode_t mode) {
   sockaddr_un addr = TRY(unix_address(path));
   TRY_STATUS(carapace::remove_stale_socket(path));
   struct stat st {};
@@ -36,10 +53,10 @@ Result<UnixListener> listen_unix(const std::string& path, int backlog) {
   if (!l.fd.valid()) return sys_error("socket");
   // Linux creates the socket file with the socket inode's mode (less the umask): setting it
   // before bind() leaves no window in which another user could connect.
-  if (::fchmod(l.fd.get(), 0600) < 0) return sys_error("fchmod socket");
+  if (::fchmod(l.fd.get(), mode) < 0) return sys_error("fchmod socket");
   if (::bind(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0)
     return sys_error("bind " + path);
-  if (::chmod(path.c_str(), 0600) < 0 || ::stat(path.c_str(), &st) < 0) {
+  if (!set_mode_nofollow(path, mode) || ::lstat(path.c_str(), &st) < 0 || !S_ISSOCK(st.st_mode)) {
     int err = errno;
     ::unlink(path.c_str());
     return sys_error("chmod " + path, err);

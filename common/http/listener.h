@@ -22,9 +22,10 @@ struct UnixListener {
 
 // Binds and listens on `path` (non-blocking, close-on-exec). An existing socket file is removed
 // only when nothing accepts connections on it (a crashed server's leftover); a live socket or a
-// file of another type is an error. The socket is created with mode 0600: the mode is set on the
-// socket before bind() so there is no moment when others may connect.
-Result<UnixListener> listen_unix(const std::string& path, int backlog);
+// file of another type is an error. The socket is created with `mode` (0600: only its owner may
+// connect; 0666 for a sandbox's user): the mode is set on the socket before bind() so there is no
+// moment when others may connect.
+Result<UnixListener> listen_unix(const std::string& path, int backlog, mode_t mode = 0600);
 
 // Removes the listener's socket file if it is still the one listen_unix created.
 void unlink_unix_listener(const UnixListener& l);

@@ -1,4 +1,4 @@
-// The sandbox routes: create, list, get, delete, pause, resume, fork, timeout.
+// The sandbox routes: create, list, get, delete, pause, resume, fork, timeout, network.
 #include "daemon/api/api_common.h"
 
 namespace carapace::service {
@@ -28,6 +28,15 @@ ApiResult<std::vector<SandboxView>> fork(SandboxService& svc, const http::HttpRe
 ApiResult<SandboxView> set_timeout(SandboxService& svc, const http::HttpRequest& req) {
   TimeoutRequest timeout = TRY(typed_body(req, false, parse_timeout_request));
   return svc.set_timeout(std::string(req.param("id")), timeout);
+}
+
+ApiResult<NetworkSpec> parse_network_body(const json& body) {
+  return parse_network_spec(body, "network");
+}
+
+ApiResult<SandboxView> set_network(SandboxService& svc, const http::HttpRequest& req) {
+  NetworkSpec network = TRY(typed_body(req, false, parse_network_body));
+  return svc.set_network(std::string(req.param("id")), network);
 }
 
 }  // namespace
@@ -63,6 +72,9 @@ Status add_sandbox_routes(http::Router& r, SandboxService& svc) {
   TRY_STATUS(
       add_route(r, svc, "POST", "/sandboxes/{id}/timeout",
                 [&svc](const http::HttpRequest& req) { return api_view(set_timeout(svc, req)); }));
+  TRY_STATUS(
+      add_route(r, svc, "PUT", "/sandboxes/{id}/network",
+                [&svc](const http::HttpRequest& req) { return api_view(set_network(svc, req)); }));
   return ok_status();
 }
 

@@ -1,6 +1,7 @@
 #include "daemon/api/view_json.h"
 
 #include "daemon/core/json_log.h"
+#include "daemon/core/request_json.h"
 
 namespace carapace::service {
 
@@ -18,6 +19,13 @@ const char* state_name(SandboxView::State s) {
       break;
   }
   return "destroyed";
+}
+
+// The proxy URL is what the sandbox's own processes use (their proxy variables name it).
+json network_view(const NetworkSpec& n, const std::string& proxy) {
+  json j = network_spec_json(n);
+  j["proxy"] = proxy.empty() ? json(nullptr) : json(proxy);
+  return j;
 }
 
 }  // namespace
@@ -39,6 +47,7 @@ json to_json(const TemplateView& t) {
           {"build_ms", t.build_ms},
           {"created_at", rfc3339(t.created_at)},
           {"sandboxes", t.sandboxes},
+          {"network", t.network.internet ? network_spec_json(t.network) : json(false)},
           {"backend", t.backend}};
 }
 
@@ -52,6 +61,7 @@ json to_json(const SandboxView& s) {
           {"from_pool", s.from_pool},
           {"create_ms", s.create_ms},
           {"parent", s.parent.empty() ? json(nullptr) : json(s.parent)},
+          {"network", network_view(s.network, s.proxy)},
           {"state", state_name(s.state)},
           {"backend", s.backend}};
 }

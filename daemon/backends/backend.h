@@ -9,6 +9,8 @@
 // daemon and in the agent: it never goes on a command line a sandboxed process could read.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -41,7 +43,6 @@ struct TemplateSpec {
   uint32_t mem_mib = 256;
   uint32_t pool_size = 2;         // instances kept ready (0: none, every create restores)
   uint32_t agent_timeout_s = 60;  // boot → agent answers ping
-  bool network = false;           // microvm: a virtio-net device (egress per sandbox policy)
 };
 
 // Where and how to reach one instance's agent.
@@ -57,8 +58,18 @@ struct AgentEndpoint {
 
 // Per-sandbox choices at create time.
 struct InstanceOptions {
-  std::vector<std::string> egress_allow;  // "CIDR:proto:port" entries; empty = default deny
-  uint64_t ttl_s = 0;                     // informational for the back end
+  uint64_t ttl_s = 0;  // informational for the back end
+};
+
+// Where an instance's egress proxy (daemon/backends/egress_sidecar.h) listens on the host and how
+// the instance's agent reaches it. The daemon starts the proxy after the hand-out, so a pooled
+// instance needs no policy: the place is there from the instance's start.
+struct EgressPlacement {
+  std::string listen_path;  // the host path the proxy binds
+  // 0600 when the sandbox's side runs as the daemon's user; 0666 when it runs as another user and
+  // the folder keeps everyone else out.
+  mode_t listen_mode = 0600;
+  std::string agent_upstream;  // for the agent's `egress` op: "unix:/PATH" or "vsock:PORT"
 };
 
 // One running sandbox's isolation unit. Destroying it kills its processes and removes everything
@@ -82,6 +93,10 @@ class Instance {
   // killed and those cgroups go, then the paths listed under "files" (an array; those inside the
   // state dir only) are removed.
   virtual nlohmann::json describe() const = 0;
+  // Where its egress proxy goes; invalid input where the back end has no way to carry egress.
+  virtual Result<EgressPlacement> egress_placement() const {
+    return as_invalid_input(make_error("network: egress is not supported by this back end"));
+  }
   // Host-side counters for /metrics (console bytes dropped, egress packets dropped, ...), by name.
   virtual std::map<std::string, uint64_t> counters() = 0;
 };

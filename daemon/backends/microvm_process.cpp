@@ -110,8 +110,11 @@ Result<VmmProcess> VmmProcess::spawn(const std::vector<std::string>& argv,
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   UniqueFd log(
-      ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!log.valid()) return sys_error("spawn: cannot create " + log_path);
+      log_path.empty()
+          ? ::fcntl(2, F_DUPFD_CLOEXEC, 3)
+          : ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!log.valid())
+    return sys_error(log_path.empty() ? "spawn: dup stderr" : "spawn: cannot create " + log_path);
   UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!null.valid()) return sys_error("spawn: /dev/null");
 

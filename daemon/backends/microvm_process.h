@@ -18,7 +18,8 @@ namespace carapace::service {
 
 class VmmProcess {
  public:
-  // Starts argv[0] with `argv`; stdin is /dev/null, stdout and stderr go to `log_path`.
+  // Starts argv[0] with `argv`; stdin is /dev/null, stdout and stderr go to `log_path` (empty:
+  // the daemon's own stderr, for a child whose lines belong in the daemon's log).
   static Result<VmmProcess> spawn(const std::vector<std::string>& argv,
                                   const std::string& log_path);
   VmmProcess() = default;

@@ -2,6 +2,8 @@
 
 #include <initializer_list>
 
+#include "egress/policy/policy_json.h"
+
 namespace carapace::service {
 
 using nlohmann::json;
@@ -39,33 +41,6 @@ ApiResult<uint64_t> get_timeout(const json& v) {
   return v.get<uint64_t>();
 }
 
-// {"allow": ["CIDR:tcp|udp:port", ...]}; the back end applies the rules, here only their shape
-// is checked.
-ApiResult<std::vector<std::string>> parse_network(const json& body) {
-  std::vector<std::string> allow;
-  if (!body.contains("network") || body["network"].is_null()) return allow;
-  const json& n = body["network"];
-  if (!n.is_object()) return bad_request("network: must be an object {\"allow\": [...]}");
-  for (const auto& [k, v] : n.items()) {
-    if (k != "allow") return bad_request("network." + k + ": unknown field");
-    if (!v.is_array()) return bad_request("network.allow: must be an array of strings");
-    if (v.size() > kMaxEgressRules)
-      return bad_request("network.allow: at most " + std::to_string(kMaxEgressRules) + " entries");
-    for (const auto& e : v) {
-      if (!e.is_string()) return bad_request("network.allow: entries must be strings");
-      std::string s = e.get<std::string>();
-      size_t c1 = s.find(':');
-      size_t c2 = c1 == std::string::npos ? c1 : s.find(':', c1 + 1);
-      std::string proto = c2 == std::string::npos ? "" : s.substr(c1 + 1, c2 - c1 - 1);
-      if (s.size() > 64 || c2 == std::string::npos || s.find('/') > c1 ||
-          (proto != "tcp" && proto != "udp") || s.size() == c2 + 1)
-        return bad_request("network.allow: '" + s + "' is not CIDR:tcp|udp:port");
-      allow.push_back(s);
-    }
-  }
-  return allow;
-}
-
 }  // namespace
 
 ApiResult<int64_t> integer_in(const json& v, const char* field, FieldRange range) {
@@ -76,6 +51,38 @@ ApiResult<int64_t> integer_in(const json& v, const char* field, FieldRange range
 ApiError range_error(const char* field, FieldRange r) {
   return bad_request(std::string(field) + ": must be an integer from " + std::to_string(r.lo) +
                      " to " + std::to_string(r.hi));
+}
+
+ApiResult<NetworkSpec> parse_network_spec(const json& v, const std::string& field) {
+  if (!v.is_object())
+    return bad_request(field +
+                       ": must be an object {\"allow_hosts\": [...], \"deny_hosts\": [...]}");
+  json rules = v;
+  std::optional<bool> internet;
+  if (v.contains("internet")) {
+    if (!v["internet"].is_boolean()) return bad_request(field + ".internet: must be true or false");
+    internet = v["internet"].get<bool>();
+    rules.erase("internet");
+  }
+  if (v.contains("allow")) {
+    return bad_request(field +
+                       ".allow: replaced by allow_hosts (host names, *.suffix, or an address or "
+                       "CIDR network, each with an optional :port)");
+  }
+  auto policy = egress::policy_from_json(rules, field);
+  if (!policy.ok()) return bad_request(policy.error().message);
+  NetworkSpec n;
+  n.internet = internet.value_or(!policy->allow.empty());
+  if (!n.internet && !policy->allow.empty())
+    return bad_request(field + ": allow_hosts given with internet false");
+  n.policy = std::move(*policy);
+  return n;
+}
+
+json network_spec_json(const NetworkSpec& n) {
+  json j = egress::policy_to_json(n.policy);
+  j["internet"] = n.internet;
+  return j;
 }
 
 ApiResult<TemplateRequest> parse_template_request(const json& body) {
@@ -106,9 +113,12 @@ ApiResult<TemplateRequest> parse_template_request(const json& body) {
   TRY_STATUS(get_in_range(body, "mem_mib", kMemMibRange, &spec.mem_mib));
   TRY_STATUS(get_in_range(body, "pool_size", kPoolSizeRange, &spec.pool_size));
   TRY_STATUS(get_in_range(body, "agent_timeout_s", kAgentTimeoutRange, &spec.agent_timeout_s));
-  if (body.contains("network")) {
-    if (!body["network"].is_boolean()) return bad_request("network: must be true or false");
-    spec.network = body["network"].get<bool>();
+  // A template's network is its sandboxes' default policy; false (or absent) is none.
+  if (body.contains("network") && !body["network"].is_null() && body["network"] != false) {
+    if (body["network"] == true)
+      return bad_request(
+          "network: give a policy object {\"allow_hosts\": [...]} (true allows nothing)");
+    req.network = TRY(parse_network_spec(body["network"], "network"));
   }
   if (body.contains("name")) {
     if (!body["name"].is_string()) return bad_request("name: must be a string");
@@ -122,8 +132,8 @@ json template_request_json(const TemplateRequest& req) {
   json j = {{"vcpus", s.vcpus},
             {"mem_mib", s.mem_mib},
             {"pool_size", s.pool_size},
-            {"agent_timeout_s", s.agent_timeout_s},
-            {"network", s.network}};
+            {"agent_timeout_s", s.agent_timeout_s}};
+  j["network"] = req.network.internet ? network_spec_json(req.network) : json(false);
   if (req.name) j["name"] = *req.name;
   if (req.isolation) j["isolation"] = isolation_name(*req.isolation);
   auto set_if = [&j](const char* field, const std::string& value) {
@@ -144,14 +154,17 @@ ApiResult<SandboxRequest> parse_sandbox_request(const json& body) {
   req.template_id = body["template"].get<std::string>();
   if (body.contains("timeout_s")) req.timeout_s = TRY(get_timeout(body["timeout_s"]));
   req.env = TRY(parse_env(body.value("env", json()), "env"));
-  req.egress_allow = TRY(parse_network(body));
+  if (body.contains("network") && !body["network"].is_null())
+    req.network = TRY(parse_network_spec(body["network"], "network"));
   return req;
 }
 
 ApiResult<ForkRequest> parse_fork_request(const json& body) {
-  TRY_STATUS(only_fields(body, {"count"}));
+  TRY_STATUS(only_fields(body, {"count", "network"}));
   ForkRequest req;
   TRY_STATUS(get_in_range(body, "count", kForkCountRange, &req.count));
+  if (body.contains("network") && !body["network"].is_null())
+    req.network = TRY(parse_network_spec(body["network"], "network"));
   return req;
 }
 

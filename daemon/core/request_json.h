@@ -19,6 +19,11 @@ nlohmann::json template_request_json(const TemplateRequest& req);
 
 ApiResult<SandboxRequest> parse_sandbox_request(const nlohmann::json& body);
 ApiResult<ForkRequest> parse_fork_request(const nlohmann::json& body);
+// {"allow_hosts": [...], "deny_hosts": [...], "internet": bool} (POST /sandboxes, fork, templates,
+// PUT /sandboxes/{id}/network). internet defaults to whether any allow rule is given; false with
+// allow rules is refused. Errors name `field`, e.g. "network.allow_hosts[2]: ...".
+ApiResult<NetworkSpec> parse_network_spec(const nlohmann::json& v, const std::string& field);
+nlohmann::json network_spec_json(const NetworkSpec& n);
 ApiResult<TimeoutRequest> parse_timeout_request(const nlohmann::json& body);
 
 // An integer in `range`, or range_error(field, range).

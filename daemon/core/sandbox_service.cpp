@@ -3,6 +3,7 @@
 #include <sys/random.h>
 
 #include <cstdio>
+#include <utility>
 
 #include "daemon/core/json_log.h"
 #include "daemon/core/service_entries.h"
@@ -107,6 +108,8 @@ SandboxView SandboxService::describe_sandbox(SandboxEntry& s) {
     v.timeout_s = s.ttl_s;
   }
   std::lock_guard<std::mutex> lock(s.mu);
+  v.network = s.network;
+  v.proxy = s.proxy_url;
   if (s.instance) {
     v.state = s.instance->paused() ? SandboxView::State::kPaused : SandboxView::State::kRunning;
     v.backend = s.instance->describe();
@@ -115,6 +118,28 @@ SandboxView SandboxService::describe_sandbox(SandboxEntry& s) {
     v.backend = json::object();
   }
   return v;
+}
+
+json SandboxService::sandbox_record(SandboxEntry& s) {
+  const int pid = s.instance->pid();
+  system_clock::time_point expires_at;
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // after s.mu where that is held: the one order
+    expires_at = s.expires_at;
+  }
+  json record = {{"id", s.id},
+                 {"template", s.tpl->id},
+                 {"pid", pid},
+                 {"pid_start", process_start_time(pid)},
+                 {"expires_at", rfc3339(expires_at)},
+                 {"backend", s.instance->describe()}};
+  if (s.egress) {
+    const int epid = s.egress->pid();
+    record["egress"] = {{"pid", epid},
+                        {"pid_start", process_start_time(epid)},
+                        {"files", json::array({s.egress->spec().control_path})}};
+  }
+  return record;
 }
 
 void SandboxService::release_reservation(TemplateEntry* tpl, uint32_t count, uint64_t mem_mib) {
@@ -181,7 +206,6 @@ ApiResult<SandboxView> SandboxService::create_sandbox(const SandboxRequest& req)
 
   auto start = std::chrono::steady_clock::now();
   InstanceOptions opts;
-  opts.egress_allow = req.egress_allow;
   opts.ttl_s = ttl;
   bool from_pool = false;
   auto instance = tpl->backend->acquire(opts, &from_pool);
@@ -193,7 +217,7 @@ ApiResult<SandboxView> SandboxService::create_sandbox(const SandboxRequest& req)
   }
   auto proto = std::make_shared<SandboxEntry>();
   proto->env = req.env;
-  proto->egress_allow = req.egress_allow;
+  proto->network = req.network.value_or(tpl->network);
   proto->ttl_s = ttl;
   proto->from_pool = from_pool;
   proto->create_ms = elapsed_ms(start);
@@ -218,14 +242,20 @@ ApiResult<SandboxView> SandboxService::register_instance(std::shared_ptr<Templat
     s->expires_at = s->created_at + std::chrono::seconds(s->ttl_s);
     s->deadline = Clock::now() + std::chrono::seconds(s->ttl_s);
   }
-  json record = {{"id", s->id},
-                 {"template", tpl->id},
-                 {"pid", pid},
-                 {"pid_start", process_start_time(pid)},
-                 {"expires_at", rfc3339(s->expires_at)},
-                 {"backend", s->instance->describe()}};
-  if (Status w = store_.write_sandbox(s->id, record); !w.ok()) {
+  // Its way out before anyone can use it: a sandbox that was asked for a policy never runs
+  // without the proxy that applies it.
+  const NetworkSpec network = std::exchange(s->network, NetworkSpec{});
+  if (Status e = apply_network(*s, network); !e.ok()) {
+    s->egress.reset();
+    s->instance.reset();
+    metrics_.count_failure("create");
+    json_log("error", "sandbox egress failed", {{"id", s->id}, {"error", e.error().describe()}});
+    if (e.error().kind == ErrorKind::kInvalidInput) return bad_request(e.error().describe());
+    return internal("egress proxy: " + e.error().describe());
+  }
+  if (Status w = store_.write_sandbox(s->id, sandbox_record(*s)); !w.ok()) {
     // Without a record a crash would leak it: refuse rather than run it untracked.
+    s->egress.reset();
     s->instance.reset();
     metrics_.count_failure("create");
     return internal(w.error().describe());
@@ -236,6 +266,7 @@ ApiResult<SandboxView> SandboxService::register_instance(std::shared_ptr<Templat
       sandboxes_[s->id] = s;
       slot.keep();  // destroy() gives it back
     } else {
+      s->egress.reset();
       s->instance.reset();
     }
   }
@@ -291,10 +322,13 @@ bool SandboxService::destroy(const std::string& id, const std::string& why,
     }
   }
   std::unique_ptr<Instance> instance;
+  std::unique_ptr<EgressSidecar> egress;
   {
     std::lock_guard<std::mutex> lock(s->mu);
     instance = std::move(s->instance);
+    egress = std::move(s->egress);
   }
+  egress.reset();  // its connections cut before the sandbox goes
   std::string exit_description;
   if (instance) {
     auto counters = instance->counters();
@@ -381,11 +415,16 @@ ApiResult<std::vector<SandboxView>> SandboxService::fork_sandbox(const std::stri
     std::lock_guard<std::mutex> lock(mu_);
     parent_ttl = s->ttl_s;
   }
+  NetworkSpec network;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    network = req.network.value_or(s->network);
+  }
   std::vector<SandboxView> list;
   for (auto& child : *children) {
     auto entry = std::make_shared<SandboxEntry>();
     entry->env = s->env;
-    entry->egress_allow = s->egress_allow;
+    entry->network = network;
     entry->ttl_s = parent_ttl;
     entry->create_ms = ms;
     entry->parent = id;

@@ -87,6 +87,9 @@ class SandboxService {
   ApiResult<std::vector<SandboxView>> fork_sandbox(const std::string& id,
                                                    const ForkRequest& request);
   ApiResult<SandboxView> set_timeout(const std::string& id, const TimeoutRequest& request);
+  // PUT /sandboxes/{id}/network: the proxy's policy replaced live (connections the new policy
+  // denies are cut), started, or stopped. 409 when the sandbox is paused.
+  ApiResult<SandboxView> set_network(const std::string& id, const NetworkSpec& network);
 
   // 404 for an unknown sandbox, 409 when it is paused (its agent cannot answer).
   ApiResult<AgentTarget> agent_target(const std::string& id);
@@ -144,6 +147,11 @@ class SandboxService {
                                            std::unique_ptr<Instance> instance,
                                            std::shared_ptr<SandboxEntry> proto, Reservation slot);
   SandboxView describe_sandbox(SandboxEntry& s);
+  // The sandbox's record in the state dir (its processes, for a restart after a crash).
+  nlohmann::json sandbox_record(SandboxEntry& s);
+  // service_egress.cpp. With s.mu held, or before s is registered: s's proxy started, given
+  // `network`'s policy, or stopped, and its agent pointed at it; s.network is `network` after.
+  Status apply_network(SandboxEntry& s, const NetworkSpec& network);
   ApiResult<SandboxView> set_paused(const std::string& id, bool pause);
   std::shared_ptr<SandboxEntry> find_sandbox(const std::string& id);
   // Removes `id` from the registry and destroys it; false when it was already gone. `why`

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/backends/egress_sidecar.h"
 #include "daemon/core/sandbox_service.h"
 
 namespace carapace::service {
@@ -16,6 +17,7 @@ struct SandboxService::TemplateEntry {
   std::string id;
   std::string name;
   TemplateSpec spec;
+  NetworkSpec network;  // its sandboxes' default
   std::unique_ptr<TemplateBackend> backend;
   uint64_t build_ms = 0;
   std::chrono::system_clock::time_point created_at;
@@ -27,7 +29,6 @@ struct SandboxService::SandboxEntry {
   std::string id;
   std::shared_ptr<TemplateEntry> tpl;
   EnvList env;
-  std::vector<std::string> egress_allow;
   uint64_t ttl_s = 0;
   bool from_pool = false;
   uint64_t create_ms = 0;
@@ -39,6 +40,11 @@ struct SandboxService::SandboxEntry {
   // Guarded by `mu`; null once destroyed.
   std::mutex mu;
   std::unique_ptr<Instance> instance;
+  // Guarded by `mu`: what the sandbox has now (before registration: what it is to get), its
+  // proxy (null without internet) and the proxy URL its agent gave.
+  NetworkSpec network;
+  std::unique_ptr<EgressSidecar> egress;
+  std::string proxy_url;
 };
 
 }  // namespace carapace::service

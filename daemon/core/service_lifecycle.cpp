@@ -51,6 +51,18 @@ void SandboxService::recover() {
     const uint64_t raw_pid = unsigned_field(r, "pid");
     const int pid = raw_pid <= INT32_MAX ? static_cast<int>(raw_pid) : 0;
     bool killed = kill_if_same_process(pid, unsigned_field(r, "pid_start"));
+    // Its egress proxy (a child of the crashed daemon that outlived it only if the kernel had not
+    // yet delivered the death signal), and the proxy's control socket.
+    if (r.contains("egress") && r["egress"].is_object()) {
+      const json& e = r["egress"];
+      const uint64_t raw = unsigned_field(e, "pid");
+      if (raw > 0 && raw <= INT32_MAX)
+        (void)kill_if_same_process(static_cast<int>(raw), unsigned_field(e, "pid_start"));
+      if (e.contains("files") && e["files"].is_array())
+        for (const auto& f : e["files"])
+          if (f.is_string() && inside(f.get<std::string>(), store_.dir()))
+            (void)remove_tree(f.get<std::string>());
+    }
     const json backend = r.contains("backend") && r["backend"].is_object() ? r["backend"] : json();
     // The jail's cgroups first: whatever still runs there (a VMM that outlived its supervisor)
     // is killed before its files go.
@@ -214,6 +226,7 @@ std::string SandboxService::metrics_text() {
       std::lock_guard<std::mutex> lock(s->mu);
       if (!s->instance) continue;
       counters = s->instance->counters();
+      if (s->egress) snap.egress[s->id] = s->egress->counters();
     }
     for (const auto& [name, value] : counters) {
       snap.devices.push_back({s->id, name, value});

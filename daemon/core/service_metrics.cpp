@@ -26,6 +26,56 @@ std::string label(std::string_view k, std::string_view v) {
   return std::string(k) + "=\"" + escape_label_value(v) + "\"";
 }
 
+uint64_t value_of(const std::map<std::string, uint64_t>& c, const char* name) {
+  auto it = c.find(name);
+  return it == c.end() ? 0 : it->second;
+}
+
+// The sandbox proxies' decisions and bytes (docs/api.md, Egress).
+void render_egress(std::string& out,
+                   const std::map<std::string, std::map<std::string, uint64_t>>& egress) {
+  struct Plain {
+    const char* metric;
+    const char* type;
+    const char* help;
+    const char* counter;
+  };
+  static constexpr Plain kPlain[] = {
+      {"carapace_egress_connections_total", "counter",
+       "Connections the sandbox's egress proxy accepted.", "egress_connections"},
+      {"carapace_egress_allowed_total", "counter", "Egress requests allowed and dialled.",
+       "egress_allowed"},
+      {"carapace_egress_upstream_failures_total", "counter",
+       "Allowed egress requests whose destination was not resolved or not reached.",
+       "egress_upstream_failures"},
+      {"carapace_egress_active_connections", "gauge", "Egress connections open now.",
+       "egress_active"},
+  };
+  for (const Plain& p : kPlain) {
+    header(out, p.metric, p.type, p.help);
+    for (const auto& [id, c] : egress)
+      sample(out, p.metric, label("sandbox", id), value_of(c, p.counter));
+  }
+  header(out, "carapace_egress_denied_total", "counter", "Egress requests refused, by reason.");
+  static constexpr std::pair<const char*, const char*> kDenied[] = {
+      {"rule", "egress_denied_rule"},
+      {"address", "egress_denied_address"},
+      {"bad_request", "egress_denied_bad_request"},
+      {"capacity", "egress_denied_capacity"}};
+  for (const auto& [id, c] : egress)
+    for (const auto& [reason, counter] : kDenied)
+      sample(out, "carapace_egress_denied_total",
+             label("sandbox", id) + "," + label("reason", reason), value_of(c, counter));
+  header(out, "carapace_egress_bytes_total", "counter", "Bytes through the egress proxy.");
+  for (const auto& [id, c] : egress) {
+    sample(out, "carapace_egress_bytes_total",
+           label("sandbox", id) + "," + label("direction", "up"), value_of(c, "egress_bytes_up"));
+    sample(out, "carapace_egress_bytes_total",
+           label("sandbox", id) + "," + label("direction", "down"),
+           value_of(c, "egress_bytes_down"));
+  }
+}
+
 }  // namespace
 
 std::string escape_label_value(std::string_view v) {
@@ -140,6 +190,7 @@ std::string render_metrics(const ServiceMetrics& m, const RegistrySnapshot& r) {
          "Egress packets dropped by sandbox network policies.");
   sample(out, "carapace_egress_dropped_packets_total", "",
          m.egress_dropped_retired.load() + r.egress_dropped_live);
+  render_egress(out, r.egress);
   header(out, "carapace_http_requests_total", "counter", "API requests answered, by status.");
   for (const auto& [code, n] : m.requests())
     sample(out, "carapace_http_requests_total", label("code", std::to_string(code)), n);

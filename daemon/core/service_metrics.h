@@ -70,6 +70,8 @@ struct RegistrySnapshot {
   std::vector<TemplatePool> pools;
   std::vector<DeviceCounter> devices;
   uint64_t egress_dropped_live = 0;
+  // Each sandbox proxy's counters (EgressSidecar::counters), by sandbox id.
+  std::map<std::string, std::map<std::string, uint64_t>> egress;
 };
 
 std::string render_metrics(const ServiceMetrics& m, const RegistrySnapshot& r);

@@ -15,6 +15,7 @@
 
 #include "daemon/backends/backend.h"
 #include "daemon/core/api_result.h"
+#include "egress/policy/egress_policy.h"
 
 namespace carapace::service {
 
@@ -39,11 +40,19 @@ inline constexpr size_t kMaxPath = 4096;
 inline constexpr size_t kMaxEnvVars = 1024;
 inline constexpr size_t kMaxEgressRules = 256;
 
+// A sandbox's way out (docs/api.md, Egress): none at all, or its own host-side proxy under
+// `policy` (allow_hosts / deny_hosts).
+struct NetworkSpec {
+  bool internet = false;
+  egress::EgressPolicy policy;
+};
+
 // POST /templates.
 struct TemplateRequest {
   std::optional<std::string> name;     // default: the template's id
   std::optional<Isolation> isolation;  // default: the daemon's
   TemplateSpec spec;                   // spec.isolation is set by the service
+  NetworkSpec network;                 // its sandboxes' default
 };
 
 // POST /sandboxes.
@@ -51,12 +60,13 @@ struct SandboxRequest {
   std::string template_id;
   std::optional<uint64_t> timeout_s;  // default: the daemon's default_ttl_s
   EnvList env;
-  std::vector<std::string> egress_allow;  // "CIDR:tcp|udp:port"
+  std::optional<NetworkSpec> network;  // default: the template's
 };
 
 // POST /sandboxes/{id}/fork.
 struct ForkRequest {
   uint32_t count = 1;
+  std::optional<NetworkSpec> network;  // the children's; default: the parent's
 };
 
 // POST /sandboxes/{id}/timeout.
@@ -68,6 +78,7 @@ struct TemplateView {
   std::string id;
   std::string name;
   TemplateSpec spec;
+  NetworkSpec network;  // its sandboxes' default
   PoolStats pool;
   uint64_t build_ms = 0;
   std::chrono::system_clock::time_point created_at;
@@ -86,6 +97,8 @@ struct SandboxView {
   bool from_pool = false;
   uint64_t create_ms = 0;
   std::string parent;  // empty unless forked
+  NetworkSpec network;
+  std::string proxy;  // the proxy URL inside the sandbox; empty without internet
   State state = State::kDestroyed;
   nlohmann::json backend;  // the instance's own description
 };

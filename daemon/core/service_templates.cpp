@@ -105,6 +105,7 @@ ApiResult<std::shared_ptr<SandboxService::TemplateEntry>> SandboxService::build_
   t->id = id;
   t->name = name;
   t->spec = spec;
+  t->network = request.network;
   t->backend = std::move(*backend);
   t->build_ms = static_cast<uint64_t>(ms);
   t->created_at = std::chrono::system_clock::now();
@@ -113,8 +114,15 @@ ApiResult<std::shared_ptr<SandboxService::TemplateEntry>> SandboxService::build_
 }
 
 TemplateView SandboxService::describe_template(const TemplateEntry& t, uint32_t live) {
-  return {t.id,       t.name,       t.spec, t.backend->pool_stats(),
-          t.build_ms, t.created_at, live,   t.backend->describe()};
+  return {t.id,
+          t.name,
+          t.spec,
+          t.network,
+          t.backend->pool_stats(),
+          t.build_ms,
+          t.created_at,
+          live,
+          t.backend->describe()};
 }
 
 ApiResult<TemplateView> SandboxService::create_template(const TemplateRequest& request) {

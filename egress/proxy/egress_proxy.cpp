@@ -44,7 +44,8 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(EgressProxyOptions optio
   std::unique_ptr<EgressProxy> proxy(new EgressProxy(std::move(options)));
   proxy->policy_ = std::make_shared<const EgressPolicy>(proxy->options_.policy);
   proxy->stop_.emplace(TRY(EventFd::create(EFD_NONBLOCK | EFD_CLOEXEC)));
-  proxy->listener_ = TRY(http::listen_unix(proxy->options_.listen_path, 128));
+  proxy->listener_ =
+      TRY(http::listen_unix(proxy->options_.listen_path, 128, proxy->options_.listen_mode));
   proxy->acceptor_ = std::thread([p = proxy.get()] { p->accept_loop(); });
   return proxy;
 }

@@ -5,6 +5,8 @@
 // stats().
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -27,8 +29,11 @@
 namespace carapace::egress {
 
 struct EgressProxyOptions {
-  std::string listen_path;  // the Unix socket the sandbox reaches (mode 0600)
-  std::string sandbox;      // named in every log line
+  std::string listen_path;  // the Unix socket the sandbox reaches
+  // 0600: only this process's user connects (a VMM of the same user); 0666 where the sandbox runs
+  // as another user and the socket's folder is what keeps everyone else out.
+  mode_t listen_mode = 0600;
+  std::string sandbox;  // named in every log line
   EgressPolicy policy;
   Resolver resolve = resolve_with_system;
   // Null: check_address with this host's interface addresses (read at start).

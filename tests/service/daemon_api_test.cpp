@@ -119,8 +119,14 @@ TEST_F(DaemonTest, SandboxBadInput) {
        {R"({})", R"({"template": 5})", R"({"template": "T", "timeout_s": 0})",
         R"({"template": "T", "timeout_s": 999999999})", R"({"template": "T", "env": {"A": 1}})",
         R"({"template": "T", "env": {"A=B": "x"}})",
-        R"({"template": "T", "network": {"allow": ["nonsense"]}})",
-        R"({"template": "T", "extra": 1})", R"([1, 2])", R"({"template": )"}) {
+        R"({"template": "T", "network": {"allow": ["10.0.0.0/8:tcp:443"]}})",
+        R"({"template": "T", "network": {"allow_hosts": ["bad host!"]}})",
+        R"({"template": "T", "network": {"allow_hosts": "pypi.org"}})",
+        R"({"template": "T", "network": {"allow_hosts": ["pypi.org"], "internet": false}})",
+        R"({"template": "T", "network": {"internet": "yes"}})",
+        R"({"template": "T", "network": {"deny_hosts": [1]}})",
+        R"({"template": "T", "network": true})", R"({"template": "T", "extra": 1})", R"([1, 2])",
+        R"({"template": )"}) {
     size_t k = body.find("\"T\"");
     if (k != std::string::npos) body.replace(k, 3, "\"" + tpl + "\"");
     auto r = call("POST", "/sandboxes", body);
@@ -128,6 +134,38 @@ TEST_F(DaemonTest, SandboxBadInput) {
     EXPECT_EQ(body_json(r)["error"]["code"], "bad_request");
   }
   EXPECT_EQ(body_json(call("GET", "/sandboxes"))["sandboxes"].size(), 0u);
+}
+
+// A back end that cannot carry egress refuses a policy (nothing is left running), shows "no
+// internet" on every sandbox, and a template's policy is checked like a sandbox's.
+TEST_F(DaemonTest, NetworkPolicyIsRefusedWhereTheBackEndHasNoEgress) {
+  start_daemon();
+  std::string tpl = make_template(0);
+  auto r = call("POST", "/sandboxes",
+                json{{"template", tpl}, {"network", {{"allow_hosts", {"pypi.org:443"}}}}}.dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("egress is not supported"), std::string::npos) << r.body;
+  EXPECT_EQ(body_json(call("GET", "/sandboxes"))["sandboxes"].size(), 0u);
+  json sb = make_sandbox(tpl);
+  EXPECT_EQ(sb["network"], (json{{"internet", false},
+                                 {"allow_hosts", json::array()},
+                                 {"deny_hosts", json::array()},
+                                 {"proxy", nullptr}}));
+  r = call("PUT", "/sandboxes/" + sb["id"].get<std::string>() + "/network",
+           R"({"allow_hosts": ["a.test"]})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  r = call("PUT", "/sandboxes/" + sb["id"].get<std::string>() + "/network",
+           R"({"allow_hosts": ["*.x", "bad host"]})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("network.allow_hosts[1]"), std::string::npos) << r.body;
+  r = call("PUT", "/sandboxes/sb-000000000000/network", R"({"internet": false})");
+  EXPECT_EQ(r.status, 404) << r.body;
+  r = call("POST", "/templates",
+           R"({"isolation": "microvm", "kernel": "/bin/true", "network": true})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  r = call("POST", "/templates",
+           R"({"isolation": "microvm", "kernel": "/bin/true", "network": {"allow_hosts": [5]}})");
+  EXPECT_EQ(r.status, 400) << r.body;
 }
 
 TEST_F(DaemonTest, ExecReturnsOutputAndMergesEnv) {

@@ -47,7 +47,10 @@ def require_env(name):
 
 
 class Daemon:
-    def __init__(self):
+    def __init__(self, prefix=None):
+        # `prefix` runs the daemon under another command (e.g. in a mount namespace of its own),
+        # which must end by exec'ing its arguments.
+        self.prefix = list(prefix or [])
         self.exe = require_env("CARAPACE_EXE")
         self.dir = tempfile.mkdtemp(prefix="carapace-e2e-")
         self.socket = os.path.join(self.dir, "api.sock")
@@ -58,7 +61,7 @@ class Daemon:
 
     def start(self):
         self._log = open(self.log_path, "ab")  # a restart (chaos_test) appends
-        argv = [self.exe, "serve", "--socket", self.socket, "--state-dir", self.state]
+        argv = self.prefix + [self.exe, "serve", "--socket", self.socket, "--state-dir", self.state]
         config = os.environ.get("CARAPACE_E2E_DAEMON_CONFIG")
         if config:
             path = os.path.join(self.dir, "config.json")

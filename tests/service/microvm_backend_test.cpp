@@ -401,22 +401,23 @@ TEST_P(MicrovmBackendTest, GuestThatExitsFailsTheBuildAtOnce) {
   EXPECT_TRUE(entries(dir_).empty());
 }
 
-// An egress allowlist is refused (the VMs have no NIC), never silently dropped.
-TEST_P(MicrovmBackendTest, EgressAllowlistIsRefusedNotIgnored) {
-  auto t = create_microvm_backend(spec(1), ctx());
+// A VM's egress proxy goes where the guest's connections to the host's vsock port arrive: the
+// VMM's `<uds>_PORT`, a socket only the VMM's user may use (0666 only inside a jail's folder).
+TEST_P(MicrovmBackendTest, EgressProxyPlacementIsTheVmmsVsockPort) {
+  auto t = create_microvm_backend(spec(0), ctx());
   ASSERT_TRUE(t.ok()) << t.error().describe();
-  InstanceOptions opts;
-  opts.egress_allow = {"10.0.0.0/8:tcp:443"};
-  auto a = (*t)->acquire(opts, nullptr);
-  ASSERT_FALSE(a.ok());
-  EXPECT_EQ(a.error().kind, ErrorKind::kInvalidInput);
-  EXPECT_NE(a.error().describe().find("network.allow"), std::string::npos) << a.error().describe();
-  EXPECT_EQ((*t)->pool_stats().hits + (*t)->pool_stats().misses, 0u);
+  auto a = (*t)->acquire(InstanceOptions{}, nullptr);
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  auto place = (*a)->egress_placement();
+  ASSERT_TRUE(place.ok()) << place.error().describe();
+  EXPECT_EQ(place->listen_path, (*a)->agent().path + "_1080");
+  EXPECT_EQ(place->agent_upstream, "vsock:1080");
+  EXPECT_EQ(place->listen_mode, static_cast<mode_t>(GetParam() ? 0666 : 0600));
 }
 
 TEST_P(MicrovmBackendTest, BadSpecsAreRefused) {
   TemplateSpec s = spec(0);
-  s.network = true;
+  s.vcpus = 0;
   auto t = create_microvm_backend(s, ctx());
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.error().kind, ErrorKind::kInvalidInput);

@@ -262,14 +262,9 @@ Result<std::unique_ptr<MicrovmInstance>> MicrovmTemplate::restore_paused(
   return vm;
 }
 
-Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions& opts,
+Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions&,
                                                            bool* from_pool) {
   if (from_pool) *from_pool = false;
-  // Refused rather than ignored: a caller must not believe its sandbox can reach what it listed.
-  if (!opts.egress_allow.empty())
-    return as_invalid_input(
-        make_error("network.allow: egress is not supported by the microvm back end yet (its VMs "
-                   "have no NIC: sandboxes have no network at all)"));
   for (int tries = 0; tries < kMaxPooledTries; ++tries) {
     auto taken = pool_.take();
     if (!taken.ok()) return make_error("template is shutting down");
@@ -365,8 +360,6 @@ Result<std::unique_ptr<TemplateBackend>> create_microvm_backend(const TemplateSp
   if (spec.kernel.empty()) return bad("kernel: required for microvm templates");
   if (spec.vcpus == 0) return bad("vcpus: at least 1");
   if (spec.agent_timeout_s == 0) return bad("agent_timeout_s: at least 1");
-  if (spec.network)
-    return bad("network: not supported by the microvm back end yet (templates have no NIC)");
   if (ctx.carapace_exe.empty() || ctx.dir.empty())
     return make_error("microvm back end: no carapace binary or state folder");
   TRY_STATUS(check_dir_fits_sockets(ctx.dir));

@@ -44,6 +44,15 @@ class MicrovmInstance : public Instance {
   int pid() const override { return process_.pid(); }
   nlohmann::json describe() const override;
   std::map<std::string, uint64_t> counters() override;
+  // The guest's connections to the host's vsock port kEgressVsockPort arrive at the VMM's
+  // `<uds>_PORT` (vmm/devices/vsock): the proxy listens there. A jailed VMM runs as its own uid
+  // in a folder only it (and root) can enter, so the socket is 0666 there.
+  Result<EgressPlacement> egress_placement() const override {
+    return EgressPlacement{agent_.path + "_" + std::to_string(kEgressVsockPort),
+                           static_cast<mode_t>(jail_ ? 0666 : 0600),
+                           "vsock:" + std::to_string(kEgressVsockPort)};
+  }
+  static constexpr uint32_t kEgressVsockPort = 1080;
 
   uint32_t cid() const { return cid_; }
   const VmPaths& paths() const { return paths_; }

@@ -147,6 +147,12 @@ class ProcessInstance : public Instance {
                                                            paths_.jail_base + "/" + paths_.name})}};
   }
   std::map<std::string, uint64_t> counters() override { return {}; }
+  // The jail's egress folder, root's and read-only inside (process_sandbox.h): the sandbox's
+  // user connects to the socket there but can neither replace it nor plant a link.
+  Result<EgressPlacement> egress_placement() const override {
+    return EgressPlacement{paths_.jail_base + "/" + paths_.name + "/egress/proxy.sock", 0666,
+                           std::string("unix:") + kEgressDirInside + "/proxy.sock"};
+  }
 
   // SIGTERM to the supervisor, which kills the sandbox and removes its jail folder, cgroups and
   // socket link; SIGKILL after a while, then the same removal from here. Idempotent.
@@ -222,12 +228,8 @@ class ProcessTemplate : public TemplateBackend {
     return ok_status();
   }
 
-  Result<std::unique_ptr<Instance>> acquire(const InstanceOptions& opts, bool* from_pool) override {
+  Result<std::unique_ptr<Instance>> acquire(const InstanceOptions&, bool* from_pool) override {
     if (from_pool) *from_pool = false;
-    if (!opts.egress_allow.empty())
-      return bad(
-          "network.allow: egress is not supported by the process back end yet (its sandboxes "
-          "have no network)");
     for (int tries = 0; tries < kMaxPooledTries; ++tries) {
       auto taken = pool_.take();
       if (!taken.ok()) return make_error("template is shutting down");
@@ -326,7 +328,6 @@ Result<std::unique_ptr<TemplateBackend>> create_process_backend(const TemplateSp
   if (spec.rootfs.empty()) return bad("rootfs: required for process templates (an ext4 image)");
   if (!spec.kernel.empty() || !spec.initrd.empty() || !spec.boot_args.empty())
     return bad("kernel, initrd, boot_args: not used by process templates");
-  if (spec.network) return bad("network: not supported by the process back end yet (no egress)");
   if (spec.agent_timeout_s == 0) return bad("agent_timeout_s: at least 1");
   if (spec.mem_mib != 0 && spec.mem_mib < 16) return bad("mem_mib: at least 16");
   struct stat st {};

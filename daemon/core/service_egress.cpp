@@ -1,0 +1,98 @@
+// The service's egress half (docs/api.md, Egress): a sandbox with internet has its own
+// `carapace egress-proxy` (daemon/backends/egress_sidecar.h) where its back end says the
+// sandbox's side reaches it, and its agent forwarding 127.0.0.1:kProxyPort there. Without
+// internet there is no proxy and no socket: the sandbox has no way out at all.
+#include <sys/stat.h>
+
+#include "daemon/core/json_log.h"
+#include "daemon/core/sandbox_service.h"
+#include "daemon/core/service_entries.h"
+
+namespace carapace::service {
+
+using nlohmann::json;
+
+namespace {
+
+// Where the agent listens inside the sandbox (the proxy variables every exec gets name it).
+constexpr uint16_t kProxyPort = 3128;
+
+}  // namespace
+
+Status SandboxService::apply_network(SandboxEntry& s, const NetworkSpec& network) {
+  if (!network.internet) {
+    // A fork child's agent is a copy of its parent's, forwarder included.
+    if (s.egress || !s.parent.empty()) {
+      // Stopping the proxy alone already leaves the forwarder nothing to reach; the agent is
+      // told too so that the proxy variables go from new execs.
+      auto c = s.instance->agent().connect();
+      if (c.ok()) {
+        c->set_io_timeout_ms(5000);
+        if (auto r = c->set_egress(""); !r.ok())
+          json_log("warn", "sandbox egress: the agent did not stop its forwarder",
+                   {{"id", s.id}, {"error", r.error().describe()}});
+      }
+    }
+    s.egress.reset();
+    s.network = network;
+    s.proxy_url.clear();
+    return ok_status();
+  }
+  if (s.egress && s.egress->alive()) {
+    TRY_STATUS(s.egress->set_policy(network.policy));
+    s.network = network;
+    return ok_status();
+  }
+  s.egress.reset();  // one that died: replaced
+  const EgressPlacement place = TRY(s.instance->egress_placement());
+  const std::string control_dir = store_.dir() + "/egress";
+  if (::mkdir(control_dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return sys_error("mkdir " + control_dir);
+  EgressSidecarSpec spec;
+  spec.carapace_exe = options_.carapace_exe;
+  spec.sandbox = s.id;
+  spec.control_path = control_dir + "/" + s.id + ".sock";
+  spec.placement = place;
+  spec.policy = network.policy;
+  auto sidecar = TRY(EgressSidecar::start(std::move(spec)));
+  auto client = TRY(s.instance->agent().connect());
+  client.set_io_timeout_ms(5000);
+  std::string url = TRY(client.set_egress(place.agent_upstream, kProxyPort));
+  s.egress = std::move(sidecar);
+  s.proxy_url = std::move(url);
+  s.network = network;
+  json_log("info", "sandbox egress on",
+           {{"id", s.id},
+            {"pid", s.egress->pid()},
+            {"allow_hosts", network.policy.allow_texts()},
+            {"deny_hosts", network.policy.deny_texts()}});
+  return ok_status();
+}
+
+ApiResult<SandboxView> SandboxService::set_network(const std::string& id,
+                                                   const NetworkSpec& network) {
+  auto s = find_sandbox(id);
+  if (!s) return not_found("no sandbox " + id);
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (!s->instance) return not_found("no sandbox " + id);
+    if (s->instance->paused())
+      return conflict("sandbox " + id + " is paused; its agent cannot take a new network");
+    if (!s->instance->alive()) return conflict("sandbox " + id + " has ended");
+    if (Status e = apply_network(*s, network); !e.ok()) {
+      if (e.error().kind == ErrorKind::kInvalidInput) return bad_request(e.error().describe());
+      return internal("egress proxy: " + e.error().describe());
+    }
+    if (Status w = store_.write_sandbox(s->id, sandbox_record(*s)); !w.ok())
+      json_log("warn", "sandbox record not rewritten",
+               {{"id", id}, {"error", w.error().describe()}});
+  }
+  json_log("info", "sandbox network set",
+           {{"id", id},
+            {"internet", network.internet},
+            {"allow_hosts", network.policy.allow_texts()},
+            {"deny_hosts", network.policy.deny_texts()}});
+  return describe_sandbox(*s);
+}
+
+}  // namespace carapace::service

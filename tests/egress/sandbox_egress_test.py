@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Egress of process-isolated sandboxes through a real `carapace serve` and the real rootfs.
+
+The upstreams live in a network namespace this test makes (203.0.113.2, TEST-NET-3: no internet
+is needed); names come from a hosts file bind-mounted over /etc/hosts in the daemon's own mount
+namespace, so the proxies it starts resolve them with the production resolver and address checks.
+Inside a sandbox allowed `allowed.test`, curl, Python's urllib and `pip download` from a simple
+index work unchanged (the agent's forwarder and proxy variables); a denied or unlisted name is
+refused with the reason; `curl --noproxy '*'` has no route at all; a sandbox without a policy has
+no socket; PUT /sandboxes/{id}/network changes what is reachable while it runs; a template's
+policy is its sandboxes' default. Needs root (namespaces) and the rootfs (label image)."""
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'service'))
+
+import daemon_harness  # noqa: E402
+from daemon_harness import cc  # noqa: E402
+
+NS = 'cse%d' % os.getpid()
+HOST_IP, NS_IP = '203.0.113.1', '203.0.113.2'
+
+# In the namespace: on :8080 a simple package index (PEP 503) under /simple/ and its one wheel
+# under /files/, and for every other path "path=<path> host=<Host>".
+UPSTREAM = r'''
+import http.server, sys
+wheel = open(sys.argv[2], "rb").read()
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def answer(self, body, ctype="text/plain"):
+        self.send_response(200); self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        if self.path.rstrip("/") == "/simple/demo-pkg":
+            self.answer(b'<html><body><a href="/files/demo_pkg-1.0-py3-none-any.whl">'
+                        b'demo_pkg-1.0-py3-none-any.whl</a></body></html>', "text/html")
+        elif self.path == "/files/demo_pkg-1.0-py3-none-any.whl":
+            self.answer(wheel, "application/octet-stream")
+        else:
+            self.answer(("path=%s host=%s" % (self.path, self.headers.get("Host"))).encode())
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer.allow_reuse_address = True
+h = http.server.ThreadingHTTPServer((sys.argv[1], 8080), H)
+print("ready", flush=True)
+h.serve_forever()
+'''
+
+CURL = 'curl -sS --fail --max-time 20 '
+
+
+def sh(*args, check=True):
+    return subprocess.run(args, check=check, capture_output=True, text=True)
+
+
+def make_wheel(path):
+    """A minimal pure-Python wheel pip accepts: the package, METADATA, WHEEL and RECORD."""
+    files = {
+        'demo_pkg/__init__.py': 'VALUE = 42\n',
+        'demo_pkg-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n',
+        'demo_pkg-1.0.dist-info/WHEEL': ('Wheel-Version: 1.0\nGenerator: carapace-test\n'
+                                         'Root-Is-Purelib: true\nTag: py3-none-any\n'),
+    }
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, 'w') as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+        z.writestr('demo_pkg-1.0.dist-info/RECORD',
+                   ''.join('%s,,\n' % n for n in files) + 'demo_pkg-1.0.dist-info/RECORD,,\n')
+    with open(path, 'wb') as f:
+        f.write(buf.getvalue())
+
+
+class SandboxEgressTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise RuntimeError('needs root: network and mount namespaces, the process back end')
+        cls.tmp = tempfile.mkdtemp(prefix='carapace-sandbox-egress-')
+        cls.daemon = None
+        cls.upstream = None
+        try:
+            cls._set_up()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def _set_up(cls):
+        sh('ip', 'netns', 'add', NS)
+        sh('ip', 'link', 'add', NS + 'h', 'type', 'veth', 'peer', 'name', NS + 'n')
+        sh('ip', 'link', 'set', NS + 'n', 'netns', NS)
+        sh('ip', 'addr', 'add', HOST_IP + '/24', 'dev', NS + 'h')
+        sh('ip', 'link', 'set', NS + 'h', 'up')
+        sh('ip', 'netns', 'exec', NS, 'ip', 'addr', 'add', NS_IP + '/24', 'dev', NS + 'n')
+        sh('ip', 'netns', 'exec', NS, 'ip', 'link', 'set', NS + 'n', 'up')
+        sh('ip', 'netns', 'exec', NS, 'ip', 'link', 'set', 'lo', 'up')
+        wheel = os.path.join(cls.tmp, 'demo_pkg-1.0-py3-none-any.whl')
+        make_wheel(wheel)
+        cls.upstream = subprocess.Popen(['ip', 'netns', 'exec', NS, sys.executable, '-c', UPSTREAM,
+                                         NS_IP, wheel], stdout=subprocess.PIPE, text=True)
+        if cls.upstream.stdout.readline().strip() != 'ready':
+            raise RuntimeError('the upstream server in the namespace did not start')
+        hosts = os.path.join(cls.tmp, 'hosts')
+        with open(hosts, 'w') as f:
+            f.write('%s allowed.test denied.test other.test\n127.0.0.1 sneaky.test\n'
+                    '169.254.169.254 meta.test\n' % NS_IP)
+        # The daemon and every proxy it starts see this hosts file; nothing else does.
+        prefix = ['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
+                  'mount --bind "$1" /etc/hosts && shift && exec "$@"', 'sh', hosts]
+        cls.daemon = daemon_harness.Daemon(prefix=prefix)
+        cls.daemon.start()
+        cls.client = cls.daemon.client
+        cls.tpl = cls.client.json('POST', '/templates', {
+            'isolation': 'process', 'rootfs': daemon_harness.require_env('CARAPACE_ROOTFS'),
+            'pool_size': 1, 'name': 'egress'}, timeout=600)
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.daemon:
+            cls.daemon.stop()
+        if cls.upstream:
+            cls.upstream.kill()
+            cls.upstream.wait()
+            cls.upstream.stdout.close()
+        sh('ip', 'link', 'del', NS + 'h', check=False)
+        sh('ip', 'netns', 'del', NS, check=False)
+        subprocess.run(['rm', '-rf', cls.tmp])
+
+    def sandbox(self, network=None, template=None):
+        body = {'template': (template or self.tpl)['id']}
+        if network is not None:
+            body['network'] = network
+        info = self.client.json('POST', '/sandboxes', body, timeout=300)
+        sb = cc.Sandbox(info, self.client)
+        self.addCleanup(sb.kill)
+        return sb
+
+    def run_in(self, sb, cmd, timeout=60):
+        r = sb.exec(cmd, timeout=timeout)
+        return r
+
+    def assert_ok(self, r, what):
+        self.assertEqual(r.exit_code, 0, '%s: exit %s\nstdout: %s\nstderr: %s'
+                         % (what, r.exit_code, r.stdout, r.stderr))
+
+    def log_decisions(self, sandbox_id):
+        out = []
+        with open(self.daemon.log_path, encoding='utf-8', errors='replace') as f:
+            for line in f:
+                if not line.startswith('{'):
+                    continue
+                try:
+                    j = json.loads(line)
+                except ValueError:
+                    continue
+                if j.get('msg') == 'egress decision' and j.get('sandbox') == sandbox_id:
+                    out.append(j)
+        return out
+
+    def test_allowed_name_reaches_curl_urllib_and_pip_and_nothing_else_does(self):
+        sb = self.sandbox({'allow_hosts': ['allowed.test:8080', '*.test'],
+                           'deny_hosts': ['denied.test']})
+        net = sb.info['network']
+        self.assertEqual(net['internet'], True)
+        self.assertEqual(net['allow_hosts'], ['allowed.test:8080', '*.test'])
+        self.assertEqual(net['proxy'], 'http://127.0.0.1:3128')
+        r = self.run_in(sb, 'env | grep -i _proxy= | sort')
+        self.assertIn('HTTPS_PROXY=http://127.0.0.1:3128', r.stdout)
+        r = self.run_in(sb, CURL + 'http://allowed.test:8080/hello')
+        self.assert_ok(r, 'curl')
+        self.assertEqual(r.stdout, 'path=/hello host=allowed.test:8080')
+        r = self.run_in(sb, ['python3', '-c', 'import urllib.request; print(urllib.request.'
+                             'urlopen("http://allowed.test:8080/py", timeout=20).read().decode())'])
+        self.assert_ok(r, 'urllib')
+        self.assertIn('path=/py host=allowed.test:8080', r.stdout)
+        r = self.run_in(sb, 'python3 -m pip download --no-deps --disable-pip-version-check '
+                            '--no-cache-dir --trusted-host allowed.test '
+                            '--index-url http://allowed.test:8080/simple/ -d /tmp/dl demo-pkg '
+                            '&& ls /tmp/dl', timeout=120)
+        self.assert_ok(r, 'pip download')
+        self.assertIn('demo_pkg-1.0-py3-none-any.whl', r.stdout)
+        # Refused by name (a deny rule wins over *.test), by address (a name that resolves to
+        # loopback or the metadata service), and unlisted: each with its reason in the 403.
+        for host, why in [('denied.test', "denied by 'denied.test'"), ('sneaky.test', 'loopback'),
+                          ('meta.test', 'link-local'), ('example.org', 'no allow rule'),
+                          (NS_IP, 'literal')]:
+            r = self.run_in(sb, 'curl -sS --max-time 20 -D - -o /dev/null http://%s:8080/' % host)
+            self.assertIn(' 403 ', r.stdout.splitlines()[0] if r.stdout else '', host + ': ' +
+                          r.stdout + r.stderr)
+            self.assertIn(why, r.stdout, host)
+        # Without the proxy there is no route at all: the sandbox's network namespace has only
+        # loopback.
+        r = self.run_in(sb, "curl -sS --max-time 10 --noproxy '*' http://%s:8080/" % NS_IP)
+        self.assertNotEqual(r.exit_code, 0, r.stdout)
+        self.assertNotIn('path=', r.stdout)
+        decisions = self.log_decisions(sb.id)
+        allowed = [d for d in decisions if d.get('decision') == 'allow']
+        self.assertGreaterEqual(len(allowed), 4, decisions)  # curl, urllib, pip index + wheel
+        meta = [d for d in decisions if d.get('host') == 'meta.test']
+        self.assertEqual(meta and meta[0].get('address'), '169.254.169.254', decisions)
+        metrics = self.client.request('GET', '/metrics')[2].decode()
+        line = [l for l in metrics.splitlines()
+                if l.startswith('carapace_egress_allowed_total{sandbox="%s"}' % sb.id)]
+        self.assertTrue(line and int(line[0].split()[-1]) >= 4, line)
+        denied = [l for l in metrics.splitlines() if l.startswith(
+            'carapace_egress_denied_total{sandbox="%s",reason="address"}' % sb.id)]
+        self.assertTrue(denied and int(denied[0].split()[-1]) == 2, denied)
+
+    def test_a_sandbox_without_a_policy_has_no_socket_and_no_way_out(self):
+        sb = self.sandbox()
+        self.assertEqual(sb.info['network'], {'internet': False, 'allow_hosts': [],
+                                              'deny_hosts': [], 'proxy': None})
+        r = self.run_in(sb, 'ls -A /run/carapace-egress; env | grep -ci _proxy=')
+        self.assertEqual(r.stdout.strip(), '0', r.stdout + r.stderr)
+        r = self.run_in(sb, CURL + 'http://allowed.test:8080/')
+        self.assertNotEqual(r.exit_code, 0)
+        self.assertEqual(self.log_decisions(sb.id), [])
+
+    def test_the_policy_changes_while_the_sandbox_runs(self):
+        sb = self.sandbox({'allow_hosts': ['allowed.test:8080']})
+        self.assert_ok(self.run_in(sb, CURL + 'http://allowed.test:8080/a'), 'first policy')
+        view = self.client.json('PUT', '/sandboxes/%s/network' % sb.id,
+                                {'allow_hosts': ['other.test:8080']})
+        self.assertEqual(view['network']['allow_hosts'], ['other.test:8080'])
+        r = self.run_in(sb, CURL + 'http://allowed.test:8080/b')
+        self.assertNotEqual(r.exit_code, 0, r.stdout)
+        r = self.run_in(sb, CURL + 'http://other.test:8080/c')
+        self.assert_ok(r, 'second policy')
+        self.assertEqual(r.stdout, 'path=/c host=other.test:8080')
+        # Off: the proxy and its socket go; on again: a new proxy.
+        view = self.client.json('PUT', '/sandboxes/%s/network' % sb.id, {'internet': False})
+        self.assertEqual(view['network']['proxy'], None)
+        r = self.run_in(sb, 'ls -A /run/carapace-egress; ' + CURL + 'http://other.test:8080/d')
+        self.assertNotEqual(r.exit_code, 0, r.stdout)
+        self.assertNotIn('proxy.sock', r.stdout)
+        view = self.client.json('PUT', '/sandboxes/%s/network' % sb.id,
+                                {'allow_hosts': ['allowed.test']})
+        self.assertEqual(view['network']['internet'], True)
+        self.assert_ok(self.run_in(sb, CURL + 'http://allowed.test:8080/e'), 'on again')
+        # Bad input changes nothing and says what is wrong.
+        for body, needle in [({'allow_hosts': ['a b']}, 'network.allow_hosts[0]'),
+                             ({'allow_hosts': ['x.test'], 'internet': False}, 'internet false'),
+                             ({'bogus': 1}, 'bogus')]:
+            with self.assertRaises(cc.CarapaceError) as e:
+                self.client.json('PUT', '/sandboxes/%s/network' % sb.id, body)
+            self.assertEqual(e.exception.status, 400)
+            self.assertIn(needle, str(e.exception))
+        self.assert_ok(self.run_in(sb, CURL + 'http://allowed.test:8080/f'), 'after bad input')
+        with self.assertRaises(cc.CarapaceError) as e:
+            self.client.json('PUT', '/sandboxes/sb-000000000000/network', {'allow_hosts': []})
+        self.assertEqual(e.exception.status, 404)
+
+    def test_a_templates_policy_is_its_sandboxes_default(self):
+        tpl = self.client.json('POST', '/templates', {
+            'isolation': 'process', 'rootfs': daemon_harness.require_env('CARAPACE_ROOTFS'),
+            'pool_size': 0, 'name': 'egress-default',
+            'network': {'allow_hosts': ['allowed.test:8080']}}, timeout=600)
+        self.addCleanup(self.client.json, 'DELETE', '/templates/' + tpl['id'])
+        self.assertEqual(tpl['network']['allow_hosts'], ['allowed.test:8080'])
+        sb = self.sandbox(template=tpl)
+        self.assert_ok(self.run_in(sb, CURL + 'http://allowed.test:8080/'), 'default policy')
+        off = self.sandbox({'internet': False}, template=tpl)
+        self.assertEqual(off.info['network']['internet'], False)
+        r = self.run_in(off, 'ls -A /run/carapace-egress')
+        self.assertEqual(r.stdout.strip(), '')
+
+
+if __name__ == '__main__':
+    unittest.main()
