@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +19,7 @@
 #include "egress/control_routes.h"
 #include "egress/policy/egress_policy.h"
 #include "egress/proxy/egress_proxy.h"
+#include "egress/proxy_confinement.h"
 
 namespace carapace {
 namespace {
@@ -37,6 +40,9 @@ constexpr char kUsage[] =
     "  --control PATH        a control socket: GET/PUT /policy {\"allow_hosts\", \"deny_hosts\"},\n"
     "                        GET /stats\n"
     "  --sandbox NAME        named in every log line\n"
+    "  --run-as UID[:GID]    once the sockets are bound, run as UID (GID: the same number by\n"
+    "                        default), not dumpable, under a seccomp allowlist (as root, the\n"
+    "                        daemon always gives it)\n"
     "  --max-connections N   open connections at once (default 256; past it 503)\n"
     "  --connect-timeout S   per upstream address (default 10)\n"
     "  --idle-timeout S      a tunnel nothing crossed for S seconds is closed (default 300)\n"
@@ -46,6 +52,7 @@ struct EgressArgs {
   bool help = false;
   std::string listen;
   mode_t listen_mode = 0600;
+  std::optional<std::pair<uid_t, gid_t>> run_as;
   std::string control;
   std::string sandbox;
   std::vector<std::string> allow;
@@ -66,6 +73,14 @@ Result<EgressArgs> parse_args(const std::vector<std::string>& args) {
       if (v.empty() || *end != '\0' || (m != 0600 && m != 0660 && m != 0666))
         return flag_error(f + ": must be 0600, 0660 or 0666");
       a.listen_mode = static_cast<mode_t>(m);
+    } else if (f == "--run-as") {
+      const size_t colon = v.find(':');
+      const uint64_t uid = TRY(parse_u64(f, v.substr(0, colon)));
+      const uint64_t gid =
+          colon == std::string::npos ? uid : TRY(parse_u64(f, v.substr(colon + 1)));
+      if (uid == 0 || uid > 0xfffffffe || gid == 0 || gid > 0xfffffffe)
+        return flag_error(f + ": a uid (and gid) other than 0");
+      a.run_as = std::make_pair(static_cast<uid_t>(uid), static_cast<gid_t>(gid));
     } else if (f == "--control") {
       a.control = v;
     } else if (f == "--sandbox") {
@@ -169,6 +184,14 @@ int cmd_egress_proxy(const std::vector<std::string>& args) {
       return kExitHostError;
     }
     control = std::move(*started);
+  }
+  if (parsed->run_as) {
+    if (Status s = egress::confine_proxy(parsed->run_as->first, parsed->run_as->second); !s.ok()) {
+      fprintf(stderr, "carapace: error: egress proxy: %s\n", s.error().describe().c_str());
+      if (control) control->stop();
+      (*proxy)->stop();
+      return kExitHostError;
+    }
   }
   log_json("egress proxy ready",
            nlohmann::json{{"sandbox", parsed->sandbox}, {"listen", parsed->listen}}.dump(

@@ -1,5 +1,6 @@
 #include "daemon/backends/egress_sidecar.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +16,7 @@ using nlohmann::json;
 namespace {
 
 constexpr int kStopGraceMs = 1000;
+constexpr uid_t kProxyUid = 65534;  // nobody: owns nothing; not dumpable, so no peer opens it
 
 std::vector<std::string> proxy_argv(const EgressSidecarSpec& s) {
   char mode[8];
@@ -23,6 +25,8 @@ std::vector<std::string> proxy_argv(const EgressSidecarSpec& s) {
       s.carapace_exe,  "egress-proxy", "--listen",  s.placement.listen_path,
       "--listen-mode", mode,           "--control", s.control_path,
       "--sandbox",     s.sandbox};
+  // As root the daemon never leaves a proxy root: it runs on as nobody once bound.
+  if (::geteuid() == 0) argv.insert(argv.end(), {"--run-as", std::to_string(kProxyUid)});
   for (const std::string& r : s.policy.allow_texts())
     argv.insert(argv.end(), {"--allow-host", r});
   for (const std::string& r : s.policy.deny_texts())
@@ -110,8 +114,12 @@ void EgressSidecar::stop() {
   if (stopped_) return;
   stopped_ = true;
   process_.stop(kStopGraceMs);
-  // Removed by the proxy on a clean stop; a killed one leaves them.
+  // A proxy that dropped root cannot remove its sockets from folders it does not own; a killed
+  // one removes nothing. unlink() never follows a link that may have replaced the socket.
   ::unlink(spec_.control_path.c_str());
+  struct stat st {};
+  if (::lstat(spec_.placement.listen_path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+    ::unlink(spec_.placement.listen_path.c_str());
 }
 
 }  // namespace carapace::service

@@ -9,74 +9,20 @@ index work unchanged (the agent's forwarder and proxy variables); a denied or un
 refused with the reason; `curl --noproxy '*'` has no route at all; a sandbox without a policy has
 no socket; PUT /sandboxes/{id}/network changes what is reachable while it runs; a template's
 policy is its sandboxes' default. Needs root (namespaces) and the rootfs (label image)."""
-import io
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 import unittest
-import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'service'))
 
 import daemon_harness  # noqa: E402
 from daemon_harness import cc  # noqa: E402
-
-NS = 'cse%d' % os.getpid()
-HOST_IP, NS_IP = '203.0.113.1', '203.0.113.2'
-
-# In the namespace: on :8080 a simple package index (PEP 503) under /simple/ and its one wheel
-# under /files/, and for every other path "path=<path> host=<Host>".
-UPSTREAM = r'''
-import http.server, sys
-wheel = open(sys.argv[2], "rb").read()
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def answer(self, body, ctype="text/plain"):
-        self.send_response(200); self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body))); self.end_headers()
-        self.wfile.write(body)
-    def do_GET(self):
-        if self.path.rstrip("/") == "/simple/demo-pkg":
-            self.answer(b'<html><body><a href="/files/demo_pkg-1.0-py3-none-any.whl">'
-                        b'demo_pkg-1.0-py3-none-any.whl</a></body></html>', "text/html")
-        elif self.path == "/files/demo_pkg-1.0-py3-none-any.whl":
-            self.answer(wheel, "application/octet-stream")
-        else:
-            self.answer(("path=%s host=%s" % (self.path, self.headers.get("Host"))).encode())
-    def log_message(self, *a): pass
-http.server.ThreadingHTTPServer.allow_reuse_address = True
-h = http.server.ThreadingHTTPServer((sys.argv[1], 8080), H)
-print("ready", flush=True)
-h.serve_forever()
-'''
+from egress_upstreams import NS_IP, Upstreams  # noqa: E402
 
 CURL = 'curl -sS --fail --max-time 20 '
-
-
-def sh(*args, check=True):
-    return subprocess.run(args, check=check, capture_output=True, text=True)
-
-
-def make_wheel(path):
-    """A minimal pure-Python wheel pip accepts: the package, METADATA, WHEEL and RECORD."""
-    files = {
-        'demo_pkg/__init__.py': 'VALUE = 42\n',
-        'demo_pkg-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n',
-        'demo_pkg-1.0.dist-info/WHEEL': ('Wheel-Version: 1.0\nGenerator: carapace-test\n'
-                                         'Root-Is-Purelib: true\nTag: py3-none-any\n'),
-    }
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, 'w') as z:
-        for name, text in files.items():
-            z.writestr(name, text)
-        z.writestr('demo_pkg-1.0.dist-info/RECORD',
-                   ''.join('%s,,\n' % n for n in files) + 'demo_pkg-1.0.dist-info/RECORD,,\n')
-    with open(path, 'wb') as f:
-        f.write(buf.getvalue())
 
 
 class SandboxEgressTest(unittest.TestCase):
@@ -84,9 +30,8 @@ class SandboxEgressTest(unittest.TestCase):
     def setUpClass(cls):
         if os.geteuid() != 0:
             raise RuntimeError('needs root: network and mount namespaces, the process back end')
-        cls.tmp = tempfile.mkdtemp(prefix='carapace-sandbox-egress-')
         cls.daemon = None
-        cls.upstream = None
+        cls.upstreams = None
         try:
             cls._set_up()
         except BaseException:
@@ -95,27 +40,9 @@ class SandboxEgressTest(unittest.TestCase):
 
     @classmethod
     def _set_up(cls):
-        sh('ip', 'netns', 'add', NS)
-        sh('ip', 'link', 'add', NS + 'h', 'type', 'veth', 'peer', 'name', NS + 'n')
-        sh('ip', 'link', 'set', NS + 'n', 'netns', NS)
-        sh('ip', 'addr', 'add', HOST_IP + '/24', 'dev', NS + 'h')
-        sh('ip', 'link', 'set', NS + 'h', 'up')
-        sh('ip', 'netns', 'exec', NS, 'ip', 'addr', 'add', NS_IP + '/24', 'dev', NS + 'n')
-        sh('ip', 'netns', 'exec', NS, 'ip', 'link', 'set', NS + 'n', 'up')
-        sh('ip', 'netns', 'exec', NS, 'ip', 'link', 'set', 'lo', 'up')
-        wheel = os.path.join(cls.tmp, 'demo_pkg-1.0-py3-none-any.whl')
-        make_wheel(wheel)
-        cls.upstream = subprocess.Popen(['ip', 'netns', 'exec', NS, sys.executable, '-c', UPSTREAM,
-                                         NS_IP, wheel], stdout=subprocess.PIPE, text=True)
-        if cls.upstream.stdout.readline().strip() != 'ready':
-            raise RuntimeError('the upstream server in the namespace did not start')
-        hosts = os.path.join(cls.tmp, 'hosts')
-        with open(hosts, 'w') as f:
-            f.write('%s allowed.test denied.test other.test\n127.0.0.1 sneaky.test\n'
-                    '169.254.169.254 meta.test\n' % NS_IP)
-        # The daemon and every proxy it starts see this hosts file; nothing else does.
-        prefix = ['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
-                  'mount --bind "$1" /etc/hosts && shift && exec "$@"', 'sh', hosts]
+        cls.upstreams = Upstreams('cse').start()
+        # The daemon and every proxy it starts see the test's hosts file; nothing else does.
+        prefix = cls.upstreams.daemon_prefix()
         cls.daemon = daemon_harness.Daemon(prefix=prefix)
         cls.daemon.start()
         cls.client = cls.daemon.client
@@ -127,13 +54,8 @@ class SandboxEgressTest(unittest.TestCase):
     def tearDownClass(cls):
         if cls.daemon:
             cls.daemon.stop()
-        if cls.upstream:
-            cls.upstream.kill()
-            cls.upstream.wait()
-            cls.upstream.stdout.close()
-        sh('ip', 'link', 'del', NS + 'h', check=False)
-        sh('ip', 'netns', 'del', NS, check=False)
-        subprocess.run(['rm', '-rf', cls.tmp])
+        if cls.upstreams:
+            cls.upstreams.stop()
 
     def sandbox(self, network=None, template=None):
         body = {'template': (template or self.tpl)['id']}
@@ -272,6 +194,52 @@ class SandboxEgressTest(unittest.TestCase):
         self.assertEqual(off.info['network']['internet'], False)
         r = self.run_in(off, 'ls -A /run/carapace-egress')
         self.assertEqual(r.stdout.strip(), '')
+
+    def test_policies_hold_after_a_daemon_crash_and_restart(self):
+        tpl = self.client.json('POST', '/templates', {
+            'isolation': 'process', 'rootfs': daemon_harness.require_env('CARAPACE_ROOTFS'),
+            'pool_size': 1, 'name': 'egress-restart',
+            'network': {'allow_hosts': ['other.test:8080']}}, timeout=600)
+        self.addCleanup(self.client.json, 'DELETE', '/templates/' + tpl['id'])
+        sb = self.sandbox({'allow_hosts': ['allowed.test:8080']})
+        self.assert_ok(self.run_in(sb, CURL + 'http://allowed.test:8080/'), 'before the crash')
+        proxies = egress_proxy_pids(self.daemon.state)
+        self.assertGreaterEqual(len(proxies), 1)
+        self.daemon.proc.kill()
+        self.daemon.proc.wait()
+        self.daemon.start()
+        # The crashed run's proxies went with it (their death signal, or the next run's
+        # cleanup) and their control sockets with them.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and set(proxies) & set(egress_proxy_pids(
+                self.daemon.state)):
+            time.sleep(0.1)
+        self.assertEqual(set(proxies) & set(egress_proxy_pids(self.daemon.state)), set())
+        self.assertEqual(os.listdir(os.path.join(self.daemon.state, 'egress')), [])
+        with self.assertRaises(cc.CarapaceError):
+            self.client.json('GET', '/sandboxes/' + sb.id)
+        reloaded = self.client.json('GET', '/templates/' + tpl['id'])
+        self.assertEqual(reloaded['network']['allow_hosts'], ['other.test:8080'])
+        again = self.sandbox(template=tpl)
+        self.assert_ok(self.run_in(again, CURL + 'http://other.test:8080/'), 'after the restart')
+        r = self.run_in(again, CURL + 'http://allowed.test:8080/')
+        self.assertNotEqual(r.exit_code, 0, r.stdout)
+
+
+def egress_proxy_pids(state):
+    """The `carapace egress-proxy` processes whose control socket is under `state`."""
+    found = []
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                argv = f.read().split(b'\0')
+        except OSError:
+            continue
+        if b'egress-proxy' in argv and any(state.encode() in a for a in argv):
+            found.append(int(pid))
+    return found
 
 
 if __name__ == '__main__':

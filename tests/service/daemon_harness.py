@@ -60,6 +60,8 @@ class Daemon:
         self.client = cc.Client(socket=self.socket, timeout=120 * TIMEOUT_SCALE)
 
     def start(self):
+        if getattr(self, "_log", None):
+            self._log.close()
         self._log = open(self.log_path, "ab")  # a restart (chaos_test) appends
         argv = self.prefix + [self.exe, "serve", "--socket", self.socket, "--state-dir", self.state]
         config = os.environ.get("CARAPACE_E2E_DAEMON_CONFIG")

@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""Egress of microVM sandboxes of the real image through `carapace serve` as root (jailed VMMs;
+label `nested`: inside tools/nested-kvm's L1, or directly on a VMX/SVM host).
+
+The guest has no NIC: its agent forwards 127.0.0.1:3128 over vsock to the host's port 1080, where
+the daemon's per-sandbox proxy listens on the VMM's `<uds>_1080`. Upstreams live in a network
+namespace (tests/egress/egress_upstreams.py). Shown: an allowed name through curl and pip, a
+denied and an unlisted one refused, no route around the proxy; a live policy change; fork into
+two children with different allowlists, each reaching only its own host, while the parent's open
+tunnel survives the fork and the children's copies of it do not; a sandbox from the refilled
+pool under its own policy; one without a policy has no proxy; nothing left once destroyed.
+
+Environment: as tests/nested/daemon_image_test.py.
+"""
+
+import os
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "service"))
+sys.path.insert(0, os.path.join(REPO, "tests", "egress"))
+
+from daemon_harness import TIMEOUT_SCALE, Daemon, cc  # noqa: E402
+from egress_upstreams import NS_IP, Upstreams  # noqa: E402
+
+EXEC_S = 30 * TIMEOUT_SCALE
+CURL = "curl -sS --fail --max-time %d " % int(20 * TIMEOUT_SCALE)
+
+# Started in the background inside the parent: one CONNECT tunnel to the echo server through the
+# proxy, checked once, then held until /tmp/go appears; then one more round trip, whose outcome
+# goes to /tmp/result ("alive" or "dead: ...").
+HOLDER = r'''
+import os, socket, time
+s = socket.create_connection(("127.0.0.1", 3128), timeout=60)
+s.sendall(b"CONNECT allowed.test:7007 HTTP/1.1\r\nHost: allowed.test:7007\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(4096)
+assert head.startswith(b"HTTP/1.1 200"), head
+s.sendall(b"one"); assert s.recv(16) == b"one"
+open("/tmp/held", "w").write("yes")
+while not os.path.exists("/tmp/go"):
+    time.sleep(0.05)
+try:
+    s.settimeout(20)
+    s.sendall(b"two")
+    got = s.recv(16)
+    result = "alive" if got == b"two" else "dead: %r" % got
+except OSError as e:
+    result = "dead: %s" % e
+open("/tmp/result", "w").write(result)
+'''
+
+
+def say(msg):
+    print(f"daemon_egress_test: {msg}", flush=True)
+
+
+def egress_processes(state):
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"egress-proxy" in argv and any(state.encode() in a for a in argv):
+            found.append(int(pid))
+    return found
+
+
+class DaemonEgress(unittest.TestCase):
+    def test_microvm_sandboxes_reach_only_what_they_are_allowed(self):
+        if os.geteuid() != 0:
+            self.fail("needs root: jailed VMMs, network and mount namespaces")
+        up = Upstreams("cne").start()
+        self.addCleanup(up.stop)
+        daemon = Daemon(prefix=up.daemon_prefix())
+        self.addCleanup(daemon.stop)
+        daemon.start()
+        try:
+            self.flow(daemon)
+        except BaseException:
+            print("---- daemon log ----\n" + daemon.log_tail(8000), file=sys.stderr, flush=True)
+            raise
+
+    def run_ok(self, sb, cmd, what, timeout=EXEC_S):
+        r = sb.exec(cmd, timeout=timeout)
+        self.assertEqual(r.exit_code, 0, f"{what}: exit {r.exit_code}\n{r.stdout}\n{r.stderr}")
+        return r
+
+    def reaches(self, sb, host):
+        r = sb.exec(CURL + f"http://{host}:8080/probe", timeout=EXEC_S)
+        return r.exit_code == 0 and f"host={host}:8080" in r.stdout
+
+    def flow(self, daemon):
+        c = daemon.client
+        t0 = time.monotonic()
+        tpl = cc.Template.create(
+            isolation="microvm", kernel=os.environ["CARAPACE_KERNEL"],
+            rootfs=os.environ["CARAPACE_ROOTFS"],
+            boot_args="console=ttyS0 root=/dev/vda ro init=/usr/sbin/carapace-agent reboot=k "
+                      "panic=-1", mem_mib=1024, pool_size=1, name="nested-egress",
+            agent_timeout_s=int(60 * TIMEOUT_SCALE), client=c, timeout=900 * TIMEOUT_SCALE)
+        say(f"template built in {time.monotonic() - t0:.1f} s")
+
+        def create(network=None):
+            body = {"template": tpl.id, "timeout_s": 3600}
+            if network is not None:
+                body["network"] = network
+            sb = cc.Sandbox(c.json("POST", "/sandboxes", body, timeout=300 * TIMEOUT_SCALE), c)
+            self.addCleanup(sb.kill)
+            return sb
+
+        parent = create({"allow_hosts": ["allowed.test:8080", "allowed.test:7007"]})
+        self.assertEqual(parent.info["network"]["proxy"], "http://127.0.0.1:3128")
+        r = self.run_ok(parent, CURL + "http://allowed.test:8080/hello", "curl allowed")
+        self.assertEqual(r.stdout, "path=/hello host=allowed.test:8080")
+        r = self.run_ok(parent, "python3 -m pip download --no-deps --disable-pip-version-check "
+                                "--no-cache-dir --trusted-host allowed.test --index-url "
+                                "http://allowed.test:8080/simple/ -d /tmp/dl demo-pkg && ls /tmp/dl",
+                        "pip download", timeout=4 * EXEC_S)
+        self.assertIn("demo_pkg-1.0-py3-none-any.whl", r.stdout)
+        for host in ("other.test", "sneaky.test", NS_IP):
+            r = parent.exec(f"curl -sS --max-time 20 -D - -o /dev/null http://{host}:8080/",
+                            timeout=EXEC_S)
+            self.assertIn(" 403 ", (r.stdout.splitlines() or [""])[0], host + ": " + r.stdout)
+        r = parent.exec(f"curl -sS --max-time 10 --noproxy '*' http://{NS_IP}:8080/",
+                        timeout=EXEC_S)
+        self.assertNotEqual(r.exit_code, 0, r.stdout)
+        say("parent: allowed, refused and no route as expected")
+
+        # An open tunnel in the parent, then fork: one child with its own allowlist, one with
+        # the parent's.
+        parent.files.write("/work/holder.py", HOLDER)
+        self.run_ok(parent, "nohup python3 /work/holder.py >/tmp/holder.log 2>&1 & "
+                            "for i in $(seq 200); do [ -f /tmp/held ] && exit 0; sleep 0.1; done; "
+                            "cat /tmp/holder.log; exit 1", "the tunnel held open")
+        other = [cc.Sandbox(i, c) for i in c.json(
+            "POST", f"/sandboxes/{parent.id}/fork",
+            {"count": 1, "network": {"allow_hosts": ["other.test:8080"]}},
+            timeout=300 * TIMEOUT_SCALE)["children"]]
+        same = [cc.Sandbox(i, c) for i in c.json(
+            "POST", f"/sandboxes/{parent.id}/fork", {"count": 1},
+            timeout=300 * TIMEOUT_SCALE)["children"]]
+        for child in other + same:
+            self.addCleanup(child.kill)
+        other, same = other[0], same[0]
+        self.assertEqual(other.info["network"]["allow_hosts"], ["other.test:8080"])
+        self.assertEqual(same.info["network"]["allow_hosts"],
+                         ["allowed.test:8080", "allowed.test:7007"])
+        self.assertTrue(self.reaches(other, "other.test"))
+        self.assertFalse(self.reaches(other, "allowed.test"))
+        self.assertTrue(self.reaches(same, "allowed.test"))
+        self.assertFalse(self.reaches(same, "other.test"))
+        # The tunnel: alive in the parent, gone in each child's copy of the holder.
+        for sb, want in ((parent, "alive"), (other, "dead"), (same, "dead")):
+            r = self.run_ok(sb, "touch /tmp/go; for i in $(seq 300); do "
+                                "[ -f /tmp/result ] && break; sleep 0.1; done; cat /tmp/result",
+                            "the tunnel's fate", timeout=2 * EXEC_S)
+            self.assertTrue(r.stdout.startswith(want), f"{sb.id}: {r.stdout}")
+        say("fork: each child reaches only its own hosts; the parent's tunnel stayed its own")
+
+        # Live change on the parent; a sandbox from the refilled pool with its own policy; one
+        # without any.
+        c.json("PUT", f"/sandboxes/{parent.id}/network", {"allow_hosts": ["other.test"]})
+        self.assertTrue(self.reaches(parent, "other.test"))
+        self.assertFalse(self.reaches(parent, "allowed.test"))
+        deadline = time.monotonic() + 300 * TIMEOUT_SCALE
+        while c.json("GET", f"/templates/{tpl.id}")["pool"]["ready"] < 1:
+            self.assertLess(time.monotonic(), deadline, "the pool did not refill")
+            time.sleep(0.2)
+        pooled = create({"allow_hosts": ["denied.test:8080"]})
+        self.assertTrue(pooled.info["from_pool"], pooled.info)
+        self.assertTrue(self.reaches(pooled, "denied.test"))
+        self.assertFalse(self.reaches(pooled, "allowed.test"))
+        none = create()
+        self.assertIsNone(none.info["network"]["proxy"])
+        self.assertFalse(self.reaches(none, "allowed.test"))
+        r = none.exec("env | grep -ci _proxy=", timeout=EXEC_S)
+        self.assertEqual(r.stdout.strip(), "0")
+        say("live change, pooled sandbox and no-policy sandbox as expected")
+
+        live = egress_processes(daemon.state)
+        self.assertEqual(len(live), 4, live)  # parent, two children, pooled: not `none`
+        for sb in (parent, other, same, pooled, none):
+            sb.kill()
+        deadline = time.monotonic() + 30
+        while egress_processes(daemon.state) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(egress_processes(daemon.state), [])
+        self.assertEqual(os.listdir(os.path.join(daemon.state, "egress")), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
