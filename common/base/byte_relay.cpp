@@ -94,11 +94,13 @@ const char* relay_end_name(RelayEnd e) {
 }
 
 RelayEnd run_relay(int client, int upstream, int stop_fd, std::chrono::milliseconds idle,
-                   bool only_down, RelayBytes& bytes) {
+                   bool only_down, RelayBytes& bytes,
+                   std::chrono::milliseconds upstream_closed_idle) {
   Direction up{.from = client, .to = upstream, .counter = &bytes.up};
   Direction down{.from = upstream, .to = client, .counter = &bytes.down};
   if (only_down) up.eof = up.shut = true;  // never read; upstream keeps its write side
-  const int timeout_ms = static_cast<int>(idle.count());
+  const int idle_ms = static_cast<int>(idle.count());
+  const int closed_idle_ms = static_cast<int>(upstream_closed_idle.count());
   // A socket that hung up keeps reporting POLLHUP; one we want nothing from is then left out of
   // the poll, or the loop would spin until the other side moves.
   bool client_hup = false, upstream_hup = false;
@@ -113,6 +115,7 @@ RelayEnd run_relay(int client, int upstream, int stop_fd, std::chrono::milliseco
     pollfd fds[3] = {{client_hup && !client_events ? -1 : client, client_events, 0},
                      {upstream_hup && !upstream_events ? -1 : upstream, upstream_events, 0},
                      {stop_fd, POLLIN, 0}};
+    const int timeout_ms = down.done() && idle_ms > closed_idle_ms ? closed_idle_ms : idle_ms;
     int n = ::poll(fds, stop_fd >= 0 ? 3 : 2, timeout_ms);
     if (n < 0) {
       if (errno == EINTR) continue;

@@ -28,8 +28,13 @@ const char* relay_end_name(RelayEnd e);
 // on as shutdown(SHUT_WR) of the other once what was read before it is delivered (half-close,
 // RFC 9112 9.6 leaves it to the peers). `only_down`: the client's side is not read at all (a
 // forwarded request whose body was already sent: anything more the client writes is a second
-// request that must not reach this upstream). Adds to `bytes` as data moves.
+// request that must not reach this upstream). Once the upstream's EOF is passed on, the client
+// has at most `upstream_closed_idle` of silence left: an upstream that closed mostly has nothing
+// left to hear, and a client that neither sends nor closes (a connection opened and left, one the
+// proxy already refused) must not hold its slot until `idle`. Adds to `bytes` as data moves.
+inline constexpr std::chrono::milliseconds kUpstreamClosedIdle{15'000};
 RelayEnd run_relay(int client, int upstream, int stop_fd, std::chrono::milliseconds idle,
-                   bool only_down, RelayBytes& bytes);
+                   bool only_down, RelayBytes& bytes,
+                   std::chrono::milliseconds upstream_closed_idle = kUpstreamClosedIdle);
 
 }  // namespace carapace

@@ -39,9 +39,12 @@ class E(socketserver.BaseRequestHandler):
             d = self.request.recv(65536)
             if not d: return
             self.request.sendall(d)
+# Deep listen queues: the load test opens hundreds of connections at once.
 http.server.ThreadingHTTPServer.allow_reuse_address = True
+http.server.ThreadingHTTPServer.request_queue_size = 1024
 socketserver.ThreadingTCPServer.allow_reuse_address = True
 socketserver.ThreadingTCPServer.daemon_threads = True
+socketserver.ThreadingTCPServer.request_queue_size = 1024
 h = http.server.ThreadingHTTPServer((sys.argv[1], 8080), H)
 e = socketserver.ThreadingTCPServer((sys.argv[1], 7007), E)
 threading.Thread(target=e.serve_forever, daemon=True).start()

@@ -99,6 +99,34 @@ TEST(ByteRelay, TheStopFdAndTheIdleDeadlineEndIt) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
 }
 
+// The upstream answered and closed; a client that neither sends nor closes loses the relay after
+// the shorter deadline, not the idle one. While it still sends, it keeps it.
+TEST(ByteRelay, ASilentClientAfterTheUpstreamClosedGetsTheShortDeadline) {
+  Pairs p;
+  ::send(p.up_far.get(), "403 and bye", 11, MSG_NOSIGNAL);
+  ::shutdown(p.up_far.get(), SHUT_WR);
+  RelayBytes bytes;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(run_relay(p.client_near.get(), p.up_near.get(), -1, 60s, false, bytes, 200ms),
+            RelayEnd::kIdle);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(read_all(p.client_far.get()), "403 and bye");
+
+  Pairs q;
+  ::shutdown(q.up_far.get(), SHUT_WR);
+  std::thread talker([&] {
+    for (int i = 0; i < 6; i++) {
+      std::this_thread::sleep_for(100ms);
+      ::send(q.client_far.get(), "x", 1, MSG_NOSIGNAL);
+    }
+    ::shutdown(q.client_far.get(), SHUT_WR);
+  });
+  EXPECT_EQ(run_relay(q.client_near.get(), q.up_near.get(), -1, 60s, false, bytes, 250ms),
+            RelayEnd::kClosed);
+  talker.join();
+  EXPECT_EQ(read_all(q.up_far.get()), "xxxxxx");
+}
+
 TEST(ByteRelay, APeerThatStopsReadingStallsOnlyUntilTheIdleDeadline) {
   Pairs p;
   // The upstream never reads: the client's bytes fill the socket buffers and the relay's one
