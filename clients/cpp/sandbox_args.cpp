@@ -178,7 +178,7 @@ Result<SandboxArgs> parse_sandbox_args(const std::vector<std::string>& all) {
     out.op = SandboxOp::kHelp;
     return out;
   }
-  std::string cmd = all[i++];
+  const std::string& cmd = all[i++];
   ArgCursor c(all, i);
   auto need_id = [&](const std::string& what) -> Status {
     if (c.done() || c.peek().empty() || c.peek().rfind("--", 0) == 0)
