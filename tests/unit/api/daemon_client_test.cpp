@@ -105,7 +105,8 @@ class DaemonClientTest : public testing::Test {
     ASSERT_TRUE(
         r.add("POST", "/sandboxes", [this](const http::HttpRequest& req) {
            record(req);
-           auto body = http::parse_json_object(req.body, {"template", "timeout_s", "env"});
+           auto body =
+               http::parse_json_object(req.body, {"template", "timeout_s", "env", "network"});
            if (!body.ok())
              return http::error_response(http::ErrorCode::kBadRequest, body.error().message);
            if ((*body)["template"] != "tpl-000000000001")
@@ -116,6 +117,19 @@ class DaemonClientTest : public testing::Test {
                    record(req);
                    return http::HttpResponse{204, {}, {}};
                  }).ok());
+    ASSERT_TRUE(
+        r.add("PUT", "/sandboxes/{id}/network", [this](const http::HttpRequest& req) {
+           record(req);
+           if (req.param("id") == "sb-paused")
+             return http::error_response(http::ErrorCode::kConflict, "sandbox sb-paused is paused");
+           auto body = http::parse_json_object(req.body, {"allow_hosts", "deny_hosts", "internet"});
+           if (!body.ok())
+             return http::error_response(http::ErrorCode::kBadRequest, body.error().message);
+           json net = *body;
+           net["proxy"] = "http://127.0.0.1:3128";
+           return http::json_response(200,
+                                      {{"id", std::string(req.param("id"))}, {"network", net}});
+         }).ok());
     ASSERT_TRUE(r.add("GET", "/boom", [](const http::HttpRequest&) {
                    return http::error_response(http::ErrorCode::kInternal, "something broke");
                  }).ok());
@@ -215,6 +229,36 @@ TEST_F(DaemonClientTest, CreateAndErrors) {
   ASSERT_TRUE(del.ok());
   EXPECT_TRUE(del->is_null());
   EXPECT_EQ(last_target(), "DELETE /sandboxes/sb-000000000001");
+}
+
+TEST(NetworkJson, OnlyTheMembersGiven) {
+  EXPECT_EQ(network_json({}), json::object());
+  NetworkRequest n;
+  n.deny_hosts = {"evil.org"};
+  EXPECT_EQ(network_json(n), json({{"deny_hosts", {"evil.org"}}}));
+  n.internet = true;
+  EXPECT_EQ(network_json(n), json({{"deny_hosts", {"evil.org"}}, {"internet", true}}));
+}
+
+TEST_F(DaemonClientTest, SetNetworkPutsThePolicy) {
+  DaemonClient c(server_.path);
+  NetworkRequest n;
+  n.allow_hosts = {"pypi.org:443", "*.pythonhosted.org"};
+  n.deny_hosts = {"evil.pypi.org"};
+  auto sb = c.set_network("sb-1", n);
+  ASSERT_TRUE(sb.ok()) << sb.error().describe();
+  EXPECT_EQ(last_target(), "PUT /sandboxes/sb-1/network");
+  EXPECT_EQ(json::parse(last_body()), json({{"allow_hosts", {"pypi.org:443", "*.pythonhosted.org"}},
+                                            {"deny_hosts", {"evil.pypi.org"}}}));
+  EXPECT_EQ((*sb)["network"]["proxy"], "http://127.0.0.1:3128");
+  sb = c.set_network("sb-1", NetworkRequest{{}, {}, false});
+  ASSERT_TRUE(sb.ok()) << sb.error().describe();
+  EXPECT_EQ(json::parse(last_body()), json({{"internet", false}}));
+  // 409 for a paused sandbox: the API's message, the caller's fault.
+  sb = c.set_network("sb-paused", n);
+  ASSERT_FALSE(sb.ok());
+  EXPECT_EQ(sb.error().message, "sandbox sb-paused is paused");
+  EXPECT_EQ(sb.error().kind, ErrorKind::kInvalidInput);
 }
 
 TEST_F(DaemonClientTest, FilesAreRawBytesWithEncodedPaths) {
