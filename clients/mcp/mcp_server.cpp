@@ -114,7 +114,7 @@ RpcOutcome McpServer::dispatch(const std::string& method, const json& params) {
           "to its work directory /work."}});
   }
   if (method == "ping") return RpcOutcome::ok(json::object());
-  if (method == "tools/list") return RpcOutcome::ok({{"tools", tool_definitions()}});
+  if (method == "tools/list") return RpcOutcome::ok({{"tools", tool_definitions(options_)}});
   if (method == "tools/call") {
     if (!params.is_object())
       return RpcOutcome::error(kInvalidParams, "tools/call: params must be an object");

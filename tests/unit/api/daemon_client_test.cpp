@@ -1,5 +1,5 @@
-// The sandbox daemon's API client (clients/cpp) against a fake daemon on a Unix socket, and
-// its SSE reader.
+// The sandbox daemon's API client (clients/cpp) against a fake daemon on a Unix socket, its SSE
+// reader, and the sandbox behind `carapace mcp` (clients/mcp/daemon_sandbox) over that client.
 #include "clients/cpp/daemon_client.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "clients/cpp/sse_parser.h"
+#include "clients/mcp/daemon_sandbox.h"
 #include "common/agent/base64.h"
 #include "common/http/json_util.h"
 #include "common/http/response_writer.h"
@@ -259,6 +260,26 @@ TEST_F(DaemonClientTest, SetNetworkPutsThePolicy) {
   ASSERT_FALSE(sb.ok());
   EXPECT_EQ(sb.error().message, "sandbox sb-paused is paused");
   EXPECT_EQ(sb.error().kind, ErrorKind::kInvalidInput);
+}
+
+// `carapace mcp --template T --allow-host ...`: the sandbox it makes on the first tool call
+// carries the policy, and set_sandbox_network replaces it on that sandbox.
+TEST_F(DaemonClientTest, McpSandboxIsCreatedWithItsNetwork) {
+  NetworkRequest n;
+  n.allow_hosts = {"pypi.org:443"};
+  mcp::DaemonSandbox box(DaemonClient(server_.path), "tpl-000000000001", "", 60, n);
+  NetworkRequest off;
+  off.internet = false;
+  auto view = box.set_network(off);
+  ASSERT_TRUE(view.ok()) << view.error().describe();
+  std::lock_guard lock(mu_);
+  ASSERT_EQ(targets_.size(), 2u);
+  EXPECT_EQ(targets_[0], "POST /sandboxes");
+  EXPECT_EQ(json::parse(bodies_[0]), json({{"template", "tpl-000000000001"},
+                                           {"timeout_s", 60},
+                                           {"network", {{"allow_hosts", {"pypi.org:443"}}}}}));
+  EXPECT_EQ(targets_[1], "PUT /sandboxes/sb-000000000001/network");
+  EXPECT_EQ(json::parse(bodies_[1]), json({{"internet", false}}));
 }
 
 TEST_F(DaemonClientTest, FilesAreRawBytesWithEncodedPaths) {

@@ -208,6 +208,25 @@ TEST(SandboxArgs, RefusesBadInputWithOneLine) {
   }
 }
 
+TEST(McpArgs, NetworkOfTheSandboxItCreates) {
+  auto a = parse_mcp_args({"--template", "tpl-1", "--allow-host", "pypi.org:443", "--deny-host",
+                           "evil.pypi.org", "--allow-host", "*.pythonhosted.org"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->network.allow_hosts,
+            (std::vector<std::string>{"pypi.org:443", "*.pythonhosted.org"}));
+  EXPECT_EQ(a->network.deny_hosts, std::vector<std::string>{"evil.pypi.org"});
+  EXPECT_FALSE(a->network.internet.has_value());
+  EXPECT_FALSE(a->network_tool);
+  a = parse_mcp_args({"--template", "tpl-1", "--no-internet"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->network.internet, false);
+  // The tool is the operator's to offer, for an existing sandbox too.
+  a = parse_mcp_args({"--sandbox", "sb-1", "--network-tool"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_TRUE(a->network_tool);
+  EXPECT_TRUE(a->network.empty());
+}
+
 TEST(McpArgs, TemplateOrSandboxExactlyOnce) {
   auto a = parse_mcp_args({"--template", "tpl-1", "--out-dir", "/tmp", "--socket", "/s"});
   ASSERT_TRUE(a.ok());
@@ -220,6 +239,12 @@ TEST(McpArgs, TemplateOrSandboxExactlyOnce) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {},
            {"--template", "t", "--sandbox", "s"},
+           {"--sandbox", "s", "--allow-host", "pypi.org"},
+           {"--sandbox", "s", "--no-internet"},
+           {"--template", "t", "--no-internet", "--allow-host", "pypi.org"},
+           {"--template", "t", "--deny-host", "evil.org"},
+           {"--template", "t", "--allow-host"},
+           {"--template", "t", "--allow-host", ""},
            {"--template"},
            {"--template", ""},
            {"--template", "t", "--timeout", "0"},
