@@ -71,6 +71,14 @@ json exec_request_json(const ExecRequest& req, bool stream) {
   return body;
 }
 
+json network_json(const NetworkRequest& network) {
+  json j = json::object();
+  if (!network.allow_hosts.empty()) j["allow_hosts"] = network.allow_hosts;
+  if (!network.deny_hosts.empty()) j["deny_hosts"] = network.deny_hosts;
+  if (network.internet) j["internet"] = *network.internet;
+  return j;
+}
+
 Error api_error(const http::HttpResponse& response) {
   std::string message;
   auto parsed = http::parse_json(response.body);
@@ -129,8 +137,15 @@ Result<json> DaemonClient::get(std::string_view target) {
 Result<json> DaemonClient::post(std::string_view target, const json& body) {
   return json_call("POST", target, body.dump());
 }
+Result<json> DaemonClient::put(std::string_view target, const json& body) {
+  return json_call("PUT", target, body.dump());
+}
 Result<json> DaemonClient::del(std::string_view target) {
   return json_call("DELETE", target, {});
+}
+
+Result<json> DaemonClient::set_network(std::string_view id, const NetworkRequest& network) {
+  return put(sandbox_target(id, "/network"), network_json(network));
 }
 
 Result<json> DaemonClient::put_file(std::string_view id, std::string_view path,

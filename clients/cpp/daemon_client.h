@@ -47,6 +47,18 @@ struct ExecResult {
   uint64_t duration_ms = 0;
 };
 
+// A sandbox's egress policy: the API's `network` object (docs/api.md, "Egress") of a create,
+// a fork or PUT /sandboxes/{id}/network.
+struct NetworkRequest {
+  std::vector<std::string> allow_hosts;
+  std::vector<std::string> deny_hosts;
+  std::optional<bool> internet;  // unset: the daemon's default (true iff allow_hosts is non-empty)
+
+  bool empty() const { return allow_hosts.empty() && deny_hosts.empty() && !internet; }
+};
+// Only the members given: the daemon's defaults apply to the rest.
+nlohmann::json network_json(const NetworkRequest& network);
+
 // The exit status a shell would report: the code, 128+signal, 124 after a timeout.
 int exit_status_of(const ExecResult& r);
 // The exec result object of docs/api.md (also the `exit` event's data).
@@ -69,7 +81,11 @@ class DaemonClient {
   // JSON calls: the parsed 2xx body (null for 204 or an empty body).
   Result<nlohmann::json> get(std::string_view target);
   Result<nlohmann::json> post(std::string_view target, const nlohmann::json& body);
+  Result<nlohmann::json> put(std::string_view target, const nlohmann::json& body);
   Result<nlohmann::json> del(std::string_view target);
+
+  // PUT /sandboxes/{id}/network: the sandbox's view with its new policy.
+  Result<nlohmann::json> set_network(std::string_view id, const NetworkRequest& network);
 
   // `parents`: create missing parent folders.
   Result<nlohmann::json> put_file(std::string_view id, std::string_view path, std::string_view data,

@@ -12,12 +12,20 @@ const char kSandboxUsage[] =
     "                  [--rootfs PATH] [--initrd PATH] [--boot-args S] [--name N] [--pool N]\n"
     "                  [--mem MIB] [--vcpus N] [--agent-timeout S]   prints the template id\n"
     "  template ls | template rm ID\n"
-    "  create --template ID [--timeout S] [--env K=V]...             prints the sandbox id\n"
+    "  create --template ID [--timeout S] [--env K=V]... [NETWORK]  prints the sandbox id\n"
     "  exec ID [--stream] [--env K=V]... [--cwd DIR] [--timeout-ms N] -- ARGV...\n"
     "                  exit status: the command's, 128+signal, 124 on timeout\n"
     "  put ID LOCAL REMOTE | get ID REMOTE LOCAL|-\n"
-    "  rm ID | ls [--json] | fork ID [--count N] | pause ID | resume ID\n"
+    "  rm ID | ls [--json] | pause ID | resume ID\n"
+    "  fork ID [--count N] [NETWORK]   prints the children's ids; without NETWORK each child\n"
+    "                  keeps the parent's policy\n"
+    "  network ID [--allow-host RULE]... [--deny-host RULE]... [--off]\n"
+    "                  replaces the sandbox's egress policy live (--off: no way out at all);\n"
+    "                  prints the sandbox as JSON\n"
     "  doc ID SPEC.json FORMAT OUT     FORMAT: docx, pptx, xlsx or pdf (OUT '-' is stdout)\n"
+    "NETWORK: [--allow-host RULE]... [--deny-host RULE]... | --no-internet\n"
+    "  the egress policy (without it: the template's); RULE: host, *.suffix, *, IP or CIDR\n"
+    "  ([v6] in brackets), each with an optional :port; deny wins\n"
     "errors: one line on stderr; exit 2 for a refused request (4xx), 1 for the daemon or "
     "transport\n";
 
@@ -96,10 +104,19 @@ Status parse_template_create(ArgCursor& c, SandboxArgs& out) {
   return ok_status();
 }
 
+// One network flag at the cursor into `network`: true when `f` was one.
+Result<bool> network_flag(ArgCursor& c, const std::string& f, const std::string& off_flag,
+                          sandbox::NetworkRequest& network) {
+  return parse_network_flag(
+      f, off_flag, [&] { return c.value(f); }, network);
+}
+
 Status parse_create(ArgCursor& c, SandboxArgs& out) {
   std::map<std::string, std::string> env;
+  sandbox::NetworkRequest network;
   while (!c.done()) {
     std::string f = c.next();
+    if (TRY(network_flag(c, f, "--no-internet", network))) continue;
     if (f == "--template") {
       out.body["template"] = TRY(c.value(f));
     } else if (f == "--timeout") {
@@ -112,6 +129,35 @@ Status parse_create(ArgCursor& c, SandboxArgs& out) {
   }
   if (!out.body.contains("template")) return bad("create: --template ID is required");
   if (!env.empty()) out.body["env"] = env;
+  TRY_STATUS(check_network_flags(network, "--no-internet"));
+  if (!network.empty()) out.body["network"] = sandbox::network_json(network);
+  return ok_status();
+}
+
+Status parse_fork(ArgCursor& c, SandboxArgs& out) {
+  sandbox::NetworkRequest network;
+  while (!c.done()) {
+    std::string f = c.next();
+    if (TRY(network_flag(c, f, "--no-internet", network))) continue;
+    if (f != "--count") return bad("fork: unknown option '" + f + "'");
+    out.count = static_cast<uint32_t>(TRY(bounded(f, TRY(c.value(f)), 1, 16)));
+  }
+  TRY_STATUS(check_network_flags(network, "--no-internet"));
+  if (!network.empty()) out.body["network"] = sandbox::network_json(network);
+  return ok_status();
+}
+
+Status parse_network(ArgCursor& c, SandboxArgs& out) {
+  sandbox::NetworkRequest network;
+  while (!c.done()) {
+    std::string f = c.next();
+    if (!TRY(network_flag(c, f, "--off", network)))
+      return bad("network: unknown option '" + f + "'");
+  }
+  // An empty body would mean "no internet" to the daemon: make the user say --off for that.
+  if (network.empty()) return bad("network: give --allow-host RULE, --deny-host RULE or --off");
+  TRY_STATUS(check_network_flags(network, "--off"));
+  out.body = sandbox::network_json(network);
   return ok_status();
 }
 
@@ -158,6 +204,30 @@ Status no_more(ArgCursor& c, const std::string& cmd) {
 
 }  // namespace
 
+Result<bool> parse_network_flag(const std::string& flag, const std::string& off_flag,
+                                const std::function<Result<std::string>()>& value,
+                                sandbox::NetworkRequest& out) {
+  if (flag == off_flag) {
+    out.internet = false;
+    return true;
+  }
+  if (flag != "--allow-host" && flag != "--deny-host") return false;
+  std::string rule = TRY(value());
+  if (rule.empty()) return bad(flag + ": empty rule");
+  (flag == "--allow-host" ? out.allow_hosts : out.deny_hosts).push_back(std::move(rule));
+  return true;
+}
+
+Status check_network_flags(const sandbox::NetworkRequest& network, const std::string& off_flag) {
+  bool rules = !network.allow_hosts.empty() || !network.deny_hosts.empty();
+  if (network.internet == false && rules)
+    return bad(off_flag + ": takes no --allow-host or --deny-host (it leaves no way out at all)");
+  if (network.allow_hosts.empty() && !network.deny_hosts.empty())
+    return bad(
+        "--deny-host: needs an --allow-host (deny rules only narrow what allow rules admit)");
+  return ok_status();
+}
+
 Status parse_env_pair(const std::string& text, std::map<std::string, std::string>& env) {
   size_t eq = text.find('=');
   if (eq == 0 || eq == std::string::npos) return bad("--env: expected K=V, got '" + text + "'");
@@ -178,7 +248,7 @@ Result<SandboxArgs> parse_sandbox_args(const std::vector<std::string>& all) {
     out.op = SandboxOp::kHelp;
     return out;
   }
-  std::string cmd = all[i++];
+  const std::string& cmd = all[i++];
   ArgCursor c(all, i);
   auto need_id = [&](const std::string& what) -> Status {
     if (c.done() || c.peek().empty() || c.peek().rfind("--", 0) == 0)
@@ -245,11 +315,11 @@ Result<SandboxArgs> parse_sandbox_args(const std::vector<std::string>& all) {
   } else if (cmd == "fork") {
     out.op = SandboxOp::kFork;
     TRY_STATUS(need_id("fork"));
-    while (!c.done()) {
-      std::string f = c.next();
-      if (f != "--count") return bad("fork: unknown option '" + f + "'");
-      out.count = static_cast<uint32_t>(TRY(bounded(f, TRY(c.value(f)), 1, 16)));
-    }
+    TRY_STATUS(parse_fork(c, out));
+  } else if (cmd == "network") {
+    out.op = SandboxOp::kNetwork;
+    TRY_STATUS(need_id("network"));
+    TRY_STATUS(parse_network(c, out));
   } else {
     return bad("unknown command '" + cmd + "' (see carapace sandbox --help)");
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@ enum class SandboxOp {
   kRemove,
   kList,
   kFork,
+  kNetwork,
   kPause,
   kResume,
   kDocument,
@@ -38,7 +40,8 @@ struct SandboxArgs {
   SandboxOp op = SandboxOp::kHelp;
   std::string id;                  // template or sandbox id
   std::vector<std::string> paths;  // put: LOCAL REMOTE; get: REMOTE LOCAL; doc: SPEC OUT
-  nlohmann::json body = nlohmann::json::object();  // template create / create: the request body
+  // The request body of template create, create, fork (without its count) and network.
+  nlohmann::json body = nlohmann::json::object();
   sandbox::ExecRequest exec;
   bool stream = false;  // exec --stream
   bool json = false;    // ls --json
@@ -47,6 +50,17 @@ struct SandboxArgs {
 };
 
 Result<SandboxArgs> parse_sandbox_args(const std::vector<std::string>& args);
+
+// --allow-host RULE, --deny-host RULE (both repeatable) and `off_flag` (--no-internet, or --off
+// for `sandbox network`), shared by sandbox create, fork and network and by `carapace mcp`.
+// True when `flag` is one of them; `value` takes the flag's argument.
+Result<bool> parse_network_flag(const std::string& flag, const std::string& off_flag,
+                                const std::function<Result<std::string>()>& value,
+                                sandbox::NetworkRequest& out);
+// Refuses what the daemon could only refuse or ignore: the off flag with rules, and deny rules
+// without an allow rule (deny rules only narrow what allow rules admit, so alone they would
+// leave the sandbox without a way out while looking like a policy).
+Status check_network_flags(const sandbox::NetworkRequest& network, const std::string& off_flag);
 
 // K=V (--env): K non-empty, no '=' in it.
 Status parse_env_pair(const std::string& text, std::map<std::string, std::string>& env);

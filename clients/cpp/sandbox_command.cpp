@@ -169,10 +169,17 @@ Result<int> run(const SandboxArgs& a) {
       return kExitOk;
     }
     case SandboxOp::kFork: {
-      json answer = TRY(client.post(sandbox::sandbox_target(a.id, "/fork"), {{"count", a.count}}));
+      json body = a.body;
+      body["count"] = a.count;
+      json answer = TRY(client.post(sandbox::sandbox_target(a.id, "/fork"), body));
       json children = TRY(list_of(answer, "children"));
       for (const json& c : children)
         printf("%s\n", str(c, "id").c_str());
+      return kExitOk;
+    }
+    case SandboxOp::kNetwork: {
+      json sb = TRY(client.put(sandbox::sandbox_target(a.id, "/network"), a.body));
+      printf("%s\n", sb.dump(2).c_str());
       return kExitOk;
     }
     case SandboxOp::kPause:

@@ -7,11 +7,13 @@ namespace carapace::mcp {
 using nlohmann::json;
 
 DaemonSandbox::DaemonSandbox(sandbox::DaemonClient client, std::string template_id,
-                             std::string sandbox_id, uint64_t timeout_s)
+                             std::string sandbox_id, uint64_t timeout_s,
+                             sandbox::NetworkRequest network)
     : client_(std::move(client)),
       template_id_(std::move(template_id)),
       sandbox_id_(std::move(sandbox_id)),
-      timeout_s_(timeout_s) {}
+      timeout_s_(timeout_s),
+      network_(std::move(network)) {}
 
 DaemonSandbox::~DaemonSandbox() {
   if (Status s = close(); !s.ok())
@@ -22,6 +24,7 @@ Result<std::string> DaemonSandbox::ensure() {
   if (!sandbox_id_.empty()) return sandbox_id_;
   json body = {{"template", template_id_}};
   if (timeout_s_ != 0) body["timeout_s"] = timeout_s_;
+  if (!network_.empty()) body["network"] = sandbox::network_json(network_);
   json sb = TRY(client_.post("/sandboxes", body));
   auto id = sb.find("id");
   if (!sb.is_object() || id == sb.end() || !id->is_string())
@@ -73,6 +76,12 @@ Result<std::string> DaemonSandbox::generate_document(const json& spec, const std
   std::string id = TRY(ensure());
   client_.set_wait_timeout(std::chrono::minutes(5));
   return client_.document(id, spec, format);
+}
+
+Result<json> DaemonSandbox::set_network(const sandbox::NetworkRequest& network) {
+  std::string id = TRY(ensure());
+  client_.set_wait_timeout(std::chrono::minutes(1));
+  return client_.set_network(id, network);
 }
 
 }  // namespace carapace::mcp

@@ -13,8 +13,9 @@ namespace carapace::mcp {
 class DaemonSandbox : public SandboxOps {
  public:
   // Exactly one of template_id and sandbox_id is set. timeout_s 0: the daemon's default TTL.
+  // `network`: the egress policy of the sandbox made from the template (empty: the template's).
   DaemonSandbox(sandbox::DaemonClient client, std::string template_id, std::string sandbox_id,
-                uint64_t timeout_s);
+                uint64_t timeout_s, sandbox::NetworkRequest network = {});
   ~DaemonSandbox() override;
 
   Result<sandbox::ExecResult> run_command(const std::string& command, const std::string& cwd,
@@ -23,6 +24,7 @@ class DaemonSandbox : public SandboxOps {
   Result<std::string> read_file(const std::string& path) override;
   Result<std::string> generate_document(const nlohmann::json& spec,
                                         const std::string& format) override;
+  Result<nlohmann::json> set_network(const sandbox::NetworkRequest& network) override;
 
   // Destroys the sandbox if this object created it (idempotent).
   Status close();
@@ -35,6 +37,7 @@ class DaemonSandbox : public SandboxOps {
   std::string template_id_;
   std::string sandbox_id_;
   uint64_t timeout_s_;
+  sandbox::NetworkRequest network_;
   bool created_ = false;
 };
 

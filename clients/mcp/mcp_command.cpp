@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "clients/cpp/sandbox_args.h"
 #include "clients/mcp/daemon_sandbox.h"
 #include "clients/mcp/mcp_server.h"
 #include "common/base/exit_code.h"
@@ -16,7 +17,8 @@ namespace carapace {
 
 const char kMcpUsage[] =
     "usage: carapace mcp [--socket PATH] (--template ID | --sandbox ID) [--out-dir DIR]\n"
-    "                    [--timeout S]\n"
+    "                    [--timeout S] [--allow-host RULE]... [--deny-host RULE]...\n"
+    "                    [--no-internet] [--network-tool]\n"
     "A Model Context Protocol server on stdin/stdout (newline-delimited JSON-RPC 2.0) with the\n"
     "tools run_command, write_file, read_file and generate_document, acting on one sandbox of\n"
     "the daemon (`carapace serve`):\n"
@@ -25,6 +27,11 @@ const char kMcpUsage[] =
     "  --sandbox ID    use this existing sandbox (left running)\n"
     "  --out-dir DIR   generate_document writes documents here on the host (else inline, base64)\n"
     "  --timeout S     time to live of the sandbox it creates (default: the daemon's)\n"
+    "  --allow-host RULE, --deny-host RULE, --no-internet\n"
+    "                  the egress policy of the sandbox it creates (default: the template's);\n"
+    "                  RULE: host, *.suffix, *, IP or CIDR, each with an optional :port\n"
+    "  --network-tool  also offer set_sandbox_network, with which the model may replace its\n"
+    "                  sandbox's egress policy (allow any host it names)\n"
     "  --socket PATH   the daemon's socket (default: $CARAPACE_SOCKET, else /run/carapace.sock)\n"
     "Logs go to stderr; stdout carries only JSON-RPC.\n";
 
@@ -54,7 +61,10 @@ Result<McpArgs> parse_mcp_args(const std::vector<std::string>& args) {
       if (i + 1 >= args.size() || args[i + 1].empty()) return bad(f + ": missing value");
       return args[++i];
     };
-    if (f == "--socket") {
+    if (TRY(parse_network_flag(f, "--no-internet", value, out.network))) continue;
+    if (f == "--network-tool") {
+      out.network_tool = true;
+    } else if (f == "--socket") {
       out.socket = TRY(value());
     } else if (f == "--template") {
       out.template_id = TRY(value());
@@ -71,6 +81,11 @@ Result<McpArgs> parse_mcp_args(const std::vector<std::string>& args) {
   }
   if (out.template_id.empty() == out.sandbox_id.empty())
     return bad("exactly one of --template ID and --sandbox ID is required");
+  if (!out.network.empty() && !out.sandbox_id.empty())
+    return bad(
+        "--allow-host, --deny-host and --no-internet are for the sandbox made from "
+        "--template, not an existing one");
+  TRY_STATUS(check_network_flags(out.network, "--no-internet"));
   return out;
 }
 
@@ -103,9 +118,10 @@ int cmd_mcp(const std::vector<std::string>& args) {
 
   sandbox::DaemonClient client(sandbox::resolve_socket(parsed->socket));
   mcp::DaemonSandbox box(std::move(client), parsed->template_id, parsed->sandbox_id,
-                         parsed->timeout_s);
+                         parsed->timeout_s, parsed->network);
   mcp::McpOptions options;
   options.out_dir = parsed->out_dir;
+  options.network_tool = parsed->network_tool;
   mcp::McpServer server(box, options);
   fprintf(stderr, "carapace mcp: serving on stdio (daemon %s)\n",
           sandbox::resolve_socket(parsed->socket).c_str());

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "clients/cpp/daemon_client.h"
 #include "common/base/result.h"
 
 namespace carapace {
@@ -11,11 +12,13 @@ namespace carapace {
 extern const char kMcpUsage[];
 
 struct McpArgs {
-  std::string socket;       // "" = $CARAPACE_SOCKET or the default
-  std::string template_id;  // create a sandbox from it on the first tool call
-  std::string sandbox_id;   // or use this one (never destroyed by us)
-  std::string out_dir;      // generate_document saves documents here
-  uint64_t timeout_s = 0;   // TTL of the sandbox we create (0: the daemon's default)
+  std::string socket;               // "" = $CARAPACE_SOCKET or the default
+  std::string template_id;          // create a sandbox from it on the first tool call
+  std::string sandbox_id;           // or use this one (never destroyed by us)
+  std::string out_dir;              // generate_document saves documents here
+  uint64_t timeout_s = 0;           // TTL of the sandbox we create (0: the daemon's default)
+  sandbox::NetworkRequest network;  // its egress policy (empty: the template's)
+  bool network_tool = false;        // offer set_sandbox_network to the model
   bool help = false;
 };
 

@@ -84,12 +84,14 @@ std::optional<std::string> McpServer::handle_line(std::string_view line) {
     return dump(error_message(id, kInvalidParams, "Invalid params: params must be an object"));
   }
 
-  RpcOutcome out;
-  try {
-    out = dispatch(method, params);
-  } catch (const std::exception& e) {  // a library throw must not end the server
-    out = RpcOutcome::error(kInternalError, std::string("Internal error: ") + e.what());
-  }
+  auto outcome = [&]() -> RpcOutcome {
+    try {
+      return dispatch(method, params);
+    } catch (const std::exception& e) {  // a library throw must not end the server
+      return RpcOutcome::error(kInternalError, std::string("Internal error: ") + e.what());
+    }
+  };
+  RpcOutcome out = outcome();
   if (!has_id) return std::nullopt;  // a notification is never answered, even with an error
   if (out.error_code != 0) return dump(error_message(id, out.error_code, out.error_message));
   return dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(out.result)}});
@@ -112,7 +114,7 @@ RpcOutcome McpServer::dispatch(const std::string& method, const json& params) {
           "to its work directory /work."}});
   }
   if (method == "ping") return RpcOutcome::ok(json::object());
-  if (method == "tools/list") return RpcOutcome::ok({{"tools", tool_definitions()}});
+  if (method == "tools/list") return RpcOutcome::ok({{"tools", tool_definitions(options_)}});
   if (method == "tools/call") {
     if (!params.is_object())
       return RpcOutcome::error(kInvalidParams, "tools/call: params must be an object");

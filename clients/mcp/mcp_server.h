@@ -1,6 +1,7 @@
 // The Model Context Protocol server behind `carapace mcp`: JSON-RPC 2.0 over stdio, one message
 // per line (MCP 2024-11-05 "stdio" transport), exposing one sandbox to an agent loop that runs
-// outside it through four tools: run_command, write_file, read_file, generate_document.
+// outside it through four tools: run_command, write_file, read_file, generate_document; and a
+// fifth, set_sandbox_network, only when the operator offers it (McpOptions::network_tool).
 //
 // Every input line is untrusted: malformed JSON, wrong types, unknown methods and oversized
 // lines are answered with JSON-RPC errors (-32700, -32600, -32601, -32602), never a crash. Tool
@@ -38,6 +39,8 @@ class SandboxOps {
   virtual Result<std::string> read_file(const std::string& path) = 0;
   virtual Result<std::string> generate_document(const nlohmann::json& spec,
                                                 const std::string& format) = 0;
+  // Replaces the sandbox's egress policy: the sandbox's view (docs/api.md) with its network.
+  virtual Result<nlohmann::json> set_network(const sandbox::NetworkRequest& network) = 0;
 };
 
 // What a method returns: a result, or a JSON-RPC error (code != 0).
@@ -61,6 +64,9 @@ inline constexpr int kInternalError = -32603;
 struct McpOptions {
   std::string out_dir;  // generate_document saves here on the host; "" = return it inline
   std::string server_version = CARAPACE_VERSION;
+  // Offer set_sandbox_network. Off by default: it lets the model choose where its own sandbox may
+  // connect, which only the operator should be able to allow.
+  bool network_tool = false;
 };
 
 class McpServer {
@@ -81,7 +87,7 @@ class McpServer {
 };
 
 // The tools/list answer: names, descriptions and input JSON Schemas.
-nlohmann::json tool_definitions();
+nlohmann::json tool_definitions(const McpOptions& options);
 // tools/call: unknown tools and bad arguments are -32602; failures of the tool itself are a
 // result with isError: true. `documents` numbers the files saved to options.out_dir.
 RpcOutcome call_tool(SandboxOps& ops, const McpOptions& options, const nlohmann::json& params,

@@ -1,4 +1,4 @@
-// The four tools of `carapace mcp`: their schemas (tools/list) and their calls (tools/call).
+// The tools of `carapace mcp`: their schemas (tools/list) and their calls (tools/call).
 #include <filesystem>
 #include <fstream>
 
@@ -9,6 +9,9 @@ namespace carapace::mcp {
 namespace {
 
 using nlohmann::json;
+
+// The daemon's bound on each of allow_hosts and deny_hosts.
+constexpr size_t kMaxHostRules = 256;
 
 json text_result(std::string text, bool is_error) {
   return {{"content", json::array({{{"type", "text"}, {"text", std::move(text)}}})},
@@ -91,6 +94,30 @@ struct ArgReader {
       return 0;
     }
     return it->get<uint64_t>();
+  }
+  // An array of strings; absent is empty.
+  std::vector<std::string> strings(const char* key, size_t max) {
+    auto it = args.find(key);
+    if (it == args.end() || it->is_null()) return {};
+    bool all_strings = it->is_array();
+    for (size_t i = 0; all_strings && i < it->size(); ++i)
+      all_strings = (*it)[i].is_string();
+    if (!all_strings || it->size() > max) {
+      if (error.empty())
+        error = std::string("argument '") + key + "' must be an array of at most " +
+                std::to_string(max) + " strings";
+      return {};
+    }
+    return it->get<std::vector<std::string>>();
+  }
+  std::optional<bool> boolean(const char* key) {
+    auto it = args.find(key);
+    if (it == args.end() || it->is_null()) return std::nullopt;
+    if (!it->is_boolean()) {
+      if (error.empty()) error = std::string("argument '") + key + "' must be a boolean";
+      return std::nullopt;
+    }
+    return it->get<bool>();
   }
   std::string encoding() {
     std::string e = string("encoding", false).value_or("utf-8");
@@ -215,11 +242,27 @@ RpcOutcome generate_document(SandboxOps& ops, const McpOptions& options, ArgRead
                          {"isError", false}});
 }
 
+// The daemon checks the rules themselves (and internet false with allow_hosts): its one-line
+// message comes back as the tool's error, which names the bad entry.
+RpcOutcome set_sandbox_network(SandboxOps& ops, ArgReader& a) {
+  a.only({"allow_hosts", "deny_hosts", "internet"});
+  sandbox::NetworkRequest network;
+  network.allow_hosts = a.strings("allow_hosts", kMaxHostRules);
+  network.deny_hosts = a.strings("deny_hosts", kMaxHostRules);
+  network.internet = a.boolean("internet");
+  if (!a.error.empty()) return RpcOutcome::error(kInvalidParams, "set_sandbox_network: " + a.error);
+  auto view = ops.set_network(network);
+  if (!view.ok()) return RpcOutcome::ok(tool_failure(view.error()));
+  auto net = view->find("network");
+  std::string now = view->is_object() && net != view->end() ? net->dump() : view->dump();
+  return RpcOutcome::ok(text_result("the sandbox's network is now " + now, false));
+}
+
 }  // namespace
 
-json tool_definitions() {
+json tool_definitions(const McpOptions& options) {
   json encoding = {{"type", "string"}, {"enum", {"utf-8", "base64"}}, {"default", "utf-8"}};
-  return json::array({
+  json tools = json::array({
       {{"name", "run_command"},
        {"description",
         "Run a shell command (sh -c) in the sandbox. Returns the exit status, stdout and stderr."},
@@ -266,6 +309,34 @@ json tool_definitions() {
          {"required", {"spec", "format"}},
          {"additionalProperties", false}}}},
   });
+  if (!options.network_tool) return tools;
+  json rules = {{"type", "array"}, {"maxItems", kMaxHostRules}, {"items", {{"type", "string"}}}};
+  json allow = rules, deny = rules;
+  allow["description"] =
+      "hosts the sandbox may connect to: a name (pypi.org), *.suffix, *, an IP address or CIDR "
+      "network ([v6] in brackets), each with an optional :port";
+  deny["description"] = "hosts refused even when an allow rule matches (deny wins)";
+  tools.push_back(
+      {{"name", "set_sandbox_network"},
+       {"description",
+        "Replace the sandbox's network egress policy. Programs in the sandbox reach allowed hosts "
+        "through an HTTP proxy (HTTP_PROXY/HTTPS_PROXY are set for every command); loopback, "
+        "link-local and the host's own addresses stay refused, private ones unless a network "
+        "rule allows them. Open connections the new policy denies are cut. Without allow_hosts "
+        "(or with internet false) the sandbox has no way out at all."},
+       {"inputSchema",
+        {{"type", "object"},
+         {"properties",
+          {{"allow_hosts", allow},
+           {"deny_hosts", deny},
+           {"internet",
+            {{"type", "boolean"},
+             {"description",
+              "false: no network at all (no allow_hosts then); default: true when allow_hosts "
+              "is not empty"}}}}},
+         {"required", json::array()},
+         {"additionalProperties", false}}}});
+  return tools;
 }
 
 RpcOutcome call_tool(SandboxOps& ops, const McpOptions& options, const json& params,
@@ -284,6 +355,7 @@ RpcOutcome call_tool(SandboxOps& ops, const McpOptions& options, const json& par
   if (n == "write_file") return write_file(ops, reader);
   if (n == "read_file") return read_file(ops, reader);
   if (n == "generate_document") return generate_document(ops, options, reader, documents);
+  if (n == "set_sandbox_network" && options.network_tool) return set_sandbox_network(ops, reader);
   return RpcOutcome::error(kInvalidParams, "Unknown tool: " + n);
 }
 

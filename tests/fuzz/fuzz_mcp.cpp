@@ -63,6 +63,10 @@ class FakeSandbox : public mcp::SandboxOps {
     if (fail_ & 64) return make_error("fake: docgen failed");
     return answer_;
   }
+  Result<json> set_network(const sandbox::NetworkRequest& network) override {
+    if (fail_ & 128) return as_invalid_input(make_error("fake: network.allow_hosts[0]: bad rule"));
+    return json({{"id", "sb-0"}, {"network", sandbox::network_json(network)}});
+  }
 
  private:
   uint8_t fail_;
@@ -74,7 +78,9 @@ void fuzz_server(Input& in) {
   const size_t len = std::min<size_t>(in.take<uint16_t>(), in.size());
   FakeSandbox ops(fail, std::string(reinterpret_cast<const char*>(in.data()), len));
   in = Input(in.data() + len, in.size() - len);
-  mcp::McpServer server(ops, mcp::McpOptions{});  // no out_dir: documents come back inline
+  mcp::McpOptions options;  // no out_dir: documents come back inline
+  options.network_tool = true;
+  mcp::McpServer server(ops, options);
 
   std::string_view lines(reinterpret_cast<const char*>(in.data()), in.size());
   while (!lines.empty()) {

@@ -198,12 +198,16 @@ def mcp_seeds():
             call("write_file", {"path": "a.txt", "content": "x"}, 4),
             call("read_file", {"path": "a.txt"}, "s5"),
             call("generate_document", {"spec": {"title": "x"}, "format": "docx"}, 6),
+            call("set_sandbox_network", {"allow_hosts": ["pypi.org:443", "*.pythonhosted.org"],
+                                         "deny_hosts": ["evil.pypi.org"]}, 8),
+            call("set_sandbox_network", {"internet": False}, 9),
             rpc("ping", {}, 7),
         ]),
         "failures_binary": server(0xff, b"\xff\xfe\x00bin\xc3", [
             call("run_command", {"command": "false"}, 1),
             call("read_file", {"path": "b"}, 2),
             call("generate_document", {"spec": {}, "format": "pdf"}, 3),
+            call("set_sandbox_network", {"allow_hosts": ["[2001:db8::1]:443"]}, 4),
         ]),
         "bad_messages": server(0, b"", [
             "{", "[]", '{"jsonrpc": "1.0", "id": 1, "method": "x"}',

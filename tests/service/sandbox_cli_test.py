@@ -120,6 +120,57 @@ class SandboxCli(unittest.TestCase):
         r = self.cli("template", "ls")
         self.assertIn(self.tpl.encode(), r.stdout)
 
+    if FAKE:
+        # Egress needs the daemon's proxy side, so only the fake runs these: the request bodies,
+        # the printed view and the exit statuses.
+        def test_network_flags(self):
+            r = self.cli("create", "--template", self.tpl, "--allow-host", "pypi.org:443",
+                         "--deny-host", "evil.pypi.org")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            sb = r.stdout.decode().strip()
+            self.addCleanup(self.cli, "rm", sb)
+            self.assertEqual(json.loads(self.fake.requests[-1][3])["network"],
+                             {"allow_hosts": ["pypi.org:443"], "deny_hosts": ["evil.pypi.org"]})
+            r = self.cli("network", sb, "--allow-host", "PyPI.org", "--allow-host", "*.npmjs.org")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            method, path, _, body = self.fake.requests[-1]
+            self.assertEqual((method, path), ("PUT", f"/sandboxes/{sb}/network"))
+            self.assertEqual(json.loads(body), {"allow_hosts": ["PyPI.org", "*.npmjs.org"]})
+            view = json.loads(r.stdout)  # the daemon's answer, as JSON
+            self.assertEqual(view["id"], sb)
+            self.assertEqual(view["network"]["allow_hosts"], ["pypi.org", "*.npmjs.org"])
+            self.assertEqual(view["network"]["proxy"], "http://127.0.0.1:3128")
+            r = self.cli("network", sb, "--off")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(self.fake.requests[-1][3]), {"internet": False})
+            self.assertFalse(json.loads(r.stdout)["network"]["internet"])
+            r = self.cli("fork", sb, "--count", "1", "--no-internet")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            kid = r.stdout.decode().strip()
+            self.addCleanup(self.cli, "rm", kid)
+            self.assertEqual(json.loads(self.fake.requests[-1][3]),
+                             {"count": 1, "network": {"internet": False}})
+            # Refused by the daemon (a bad rule, a paused sandbox): exit 2 and its one line.
+            r = self.cli("network", sb, "--allow-host", "pypi.org", "--allow-host", "a b")
+            self.assertEqual(r.returncode, 2)
+            self.assertEqual(r.stderr, b"carapace sandbox: network.allow_hosts[1]: 'a b' is not "
+                                       b"a host rule\n")
+            self.assertEqual(self.cli("pause", sb).returncode, 0)
+            r = self.cli("network", sb, "--allow-host", "pypi.org")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(b"paused", r.stderr)
+            # Usage errors are the CLI's own: one line, exit 2, nothing sent.
+            sent = len(self.fake.requests)
+            for args in (["network", sb, "--off", "--allow-host", "pypi.org"],
+                         ["network", sb],
+                         ["create", "--template", self.tpl, "--no-internet", "--allow-host", "x"],
+                         ["fork", sb, "--deny-host", "x"]):
+                r = self.cli(*args)
+                self.assertEqual(r.returncode, 2, args)
+                self.assertEqual(r.stderr.count(b"\n"), 1, r.stderr)
+                self.assertEqual(r.stdout, b"")
+            self.assertEqual(len(self.fake.requests), sent)
+
     def test_errors(self):
         r = self.cli("exec", "sb-000000000000", "--", "true")
         self.assertEqual(r.returncode, 2)

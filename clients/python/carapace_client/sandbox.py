@@ -25,6 +25,27 @@ def _q(value):
     return urllib.parse.quote(str(value), safe="")
 
 
+def _rules(name, rules):
+    # A bare string would otherwise go out as one rule per character.
+    if isinstance(rules, (str, bytes)):
+        raise TypeError(f"{name}: a list of rules, not a string")
+    return [str(r) for r in rules]
+
+
+def _network(allow_hosts, deny_hosts, internet):
+    """The API's ``network`` object from the keyword arguments, or None when none was given."""
+    if allow_hosts is None and deny_hosts is None and internet is None:
+        return None
+    network = {}
+    if allow_hosts is not None:
+        network["allow_hosts"] = _rules("allow_hosts", allow_hosts)
+    if deny_hosts is not None:
+        network["deny_hosts"] = _rules("deny_hosts", deny_hosts)
+    if internet is not None:
+        network["internet"] = bool(internet)
+    return network
+
+
 @dataclass
 class ExecResult:
     """What a command did. ``exit_code`` is None when a signal ended it (``signal``)."""
@@ -109,17 +130,22 @@ class Sandbox:
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def create(cls, template, timeout=300, env=None, socket=None, network_allow=None,
-               client=None):
-        """A new sandbox from ``template`` (an id) living ``timeout`` seconds."""
+    def create(cls, template, timeout=300, env=None, socket=None, allow_hosts=None,
+               deny_hosts=None, internet=None, client=None):
+        """A new sandbox from ``template`` (an id) living ``timeout`` seconds.
+
+        ``allow_hosts``/``deny_hosts`` (lists of rules such as ``"pypi.org:443"``,
+        ``"*.pythonhosted.org"``, ``"10.0.0.0/8:443"``) and ``internet`` set its egress policy;
+        with none of them given the template's default applies (docs/api.md, "Egress")."""
         c = _client(socket, client)
         body = {"template": template}
         if timeout is not None:
             body["timeout_s"] = int(timeout)
         if env:
             body["env"] = dict(env)
-        if network_allow:
-            body["network"] = {"allow": list(network_allow)}
+        network = _network(allow_hosts, deny_hosts, internet)
+        if network is not None:
+            body["network"] = network
         return cls(c.json("POST", "/sandboxes", body), c)
 
     @classmethod
@@ -225,11 +251,33 @@ class Sandbox:
         self.info = self._client.json("POST", self._path("/resume"), {})
         return self
 
-    def fork(self, count=1):
-        """``count`` children of this running sandbox, as Sandbox objects."""
-        j = self._client.json("POST", self._path("/fork"), {"count": int(count)},
+    def fork(self, count=1, network=None):
+        """``count`` children of this running sandbox, as Sandbox objects. ``network`` (a dict
+        of the API's shape: ``{"allow_hosts": [...], "deny_hosts": [...], "internet": bool}``) is
+        the children's egress policy; without it each child keeps the parent's."""
+        body = {"count": int(count)}
+        if network is not None:
+            body["network"] = dict(network)
+        j = self._client.json("POST", self._path("/fork"), body,
                               timeout=max(self._client.timeout, 300.0))
         return [Sandbox(info, self._client) for info in (j or {}).get("children", [])]
+
+    @property
+    def network(self):
+        """The egress policy as the daemon last reported it: ``{"internet", "allow_hosts",
+        "deny_hosts", "proxy"}``; ``proxy`` is the address programs inside use (None without
+        internet)."""
+        return self.info.get("network")
+
+    def set_network(self, allow_hosts=(), deny_hosts=(), internet=None):
+        """Replaces the egress policy live (connections it now denies are cut); no allow rule,
+        or ``internet=False``, leaves no way out. Returns self with ``info`` updated."""
+        body = {"allow_hosts": _rules("allow_hosts", allow_hosts),
+                "deny_hosts": _rules("deny_hosts", deny_hosts)}
+        if internet is not None:
+            body["internet"] = bool(internet)
+        self.info = self._client.json("PUT", self._path("/network"), body)
+        return self
 
     def set_timeout(self, seconds):
         """A new time to live, counted from now."""

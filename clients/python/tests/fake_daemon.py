@@ -2,6 +2,7 @@
 chunked framing) to test the Python client's requests, answers, errors and streaming."""
 
 import base64
+import copy
 import http.server
 import json
 import os
@@ -22,6 +23,39 @@ class _UnixServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 def _err(status, code, message):
     return status, {"error": {"code": code, "message": message}}
+
+
+_PROXY = "http://127.0.0.1:3128"
+_NO_INTERNET = {"internet": False, "allow_hosts": [], "deny_hosts": [], "proxy": None}
+
+
+def _policy(doc, where="network"):
+    """A network object (docs/api.md, "Egress") checked as the daemon does, as far as a fake
+    can: (the view's network, None) or (None, an error). Names come back lower case without a
+    trailing dot, so a client that shows what it sent rather than the answer is caught."""
+    if not isinstance(doc, dict):
+        return None, _err(400, "bad_request", f"{where}: must be an object")
+    unknown = set(doc) - {"allow_hosts", "deny_hosts", "internet"}
+    if unknown:
+        return None, _err(400, "bad_request", f"{where}.{sorted(unknown)[0]}: unknown field")
+    lists = {}
+    for key in ("allow_hosts", "deny_hosts"):
+        rules = doc.get(key, [])
+        if not isinstance(rules, list) or len(rules) > 256:
+            return None, _err(400, "bad_request", f"{where}.{key}: at most 256 rules")
+        for i, rule in enumerate(rules):
+            if not isinstance(rule, str) or not rule or any(c.isspace() for c in rule):
+                return None, _err(400, "bad_request",
+                                  f"{where}.{key}[{i}]: {rule!r} is not a host rule")
+        lists[key] = [r.lower().rstrip(".") for r in rules]
+    internet = doc.get("internet", bool(lists["allow_hosts"]))
+    if not isinstance(internet, bool):
+        return None, _err(400, "bad_request", f"{where}.internet: must be a boolean")
+    if not internet and lists["allow_hosts"]:
+        return None, _err(400, "bad_request", f"{where}: allow_hosts given with internet false")
+    if not internet:
+        return copy.deepcopy(_NO_INTERNET), None
+    return dict(internet=True, **lists, proxy=_PROXY), None
 
 
 class FakeDaemon:
@@ -59,7 +93,10 @@ class FakeDaemon:
                     self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                # Not even an empty write after a 204: the client may have closed already, having
+                # all it waits for, and the write would fail with EPIPE in the server thread.
+                if data:
+                    self.wfile.write(data)
 
             def send_bytes(self, data, ctype="application/octet-stream"):
                 self.send_response(200)
@@ -118,8 +155,20 @@ class FakeDaemon:
         if parts == ["templates"] and m == "POST":
             if "kernel" not in doc and "rootfs" not in doc:
                 return h.send_json(*_err(400, "bad_request", "kernel: required for microvm"))
+            network = doc.get("network", False)
+            if network is True:
+                return h.send_json(*_err(400, "bad_request", 'network: give a policy object '
+                                         '{"allow_hosts": [...]} (true allows nothing)'))
+            if network is not False:
+                policy, error = _policy(network)
+                if error:
+                    return h.send_json(*error)
+                # The view holds the default as its sandboxes get it, or false for none.
+                network = False
+                if policy["internet"]:
+                    network = {k: policy[k] for k in ("allow_hosts", "deny_hosts", "internet")}
             t = dict(doc, id=self._id("tpl"), pool={"size": 0, "ready": 0, "hits": 0,
-                                                    "misses": 0}, sandboxes=0)
+                                                    "misses": 0}, sandboxes=0, network=network)
             self.templates[t["id"]] = t
             return h.send_json(201, t)
         if parts == ["templates"] and m == "GET":
@@ -141,9 +190,15 @@ class FakeDaemon:
                 return h.send_json(*_err(404, "not_found", f"template {doc.get('template')} not found"))
             if len(self.sandboxes) >= 3:
                 return h.send_json(*_err(429, "limit", "at most 3 sandboxes"))
+            # Without a network member the template's default policy, if it has one.
+            default = self.templates[doc["template"]].get("network") or {"internet": False}
+            network, error = _policy(doc.get("network", default))
+            if error:
+                return h.send_json(*error)
             sb = {"id": self._id("sb"), "template": doc["template"], "isolation": "process",
                   "state": "running", "parent": None, "from_pool": False,
-                  "env": doc.get("env", {}), "timeout_s": doc.get("timeout_s", 300)}
+                  "env": doc.get("env", {}), "timeout_s": doc.get("timeout_s", 300),
+                  "network": network}
             self.sandboxes[sb["id"]] = sb
             return h.send_json(201, sb)
         if parts == ["sandboxes"] and m == "GET":
@@ -167,10 +222,25 @@ class FakeDaemon:
             if rest == ["timeout"]:
                 sb["timeout_s"] = doc["timeout_s"]
                 return h.send_json(200, sb)
+            if rest == ["network"] and m == "PUT":
+                if sb["state"] != "running":
+                    return h.send_json(*_err(409, "conflict", f"sandbox {sb['id']} is "
+                                             f"{sb['state']}; its agent cannot take a new network"))
+                network, error = _policy(doc if doc is not None else {})
+                if error:
+                    return h.send_json(*error)
+                sb["network"] = network
+                return h.send_json(200, sb)
             if rest == ["fork"]:
+                network = sb["network"]  # absent: each child keeps the parent's policy
+                if "network" in doc:
+                    network, error = _policy(doc["network"])
+                    if error:
+                        return h.send_json(*error)
                 kids = []
                 for _ in range(doc.get("count", 1)):
-                    kid = dict(sb, id=self._id("sb"), parent=sb["id"])
+                    kid = dict(sb, id=self._id("sb"), parent=sb["id"],
+                               network=copy.deepcopy(network))
                     self.sandboxes[kid["id"]] = kid
                     kids.append(kid)
                 return h.send_json(201, {"children": kids})

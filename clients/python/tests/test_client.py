@@ -139,6 +139,90 @@ class ClientTest(unittest.TestCase):
             cc.Sandbox.connect(sb.id, socket=self.fake.socket)
         self.tpl.delete()
 
+    def test_network_on_create(self):
+        sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket,
+                               allow_hosts=["pypi.org:443", "*.pythonhosted.org"],
+                               deny_hosts=("evil.pypi.org",))
+        self.assertEqual(json.loads(self.last()[3])["network"],
+                         {"allow_hosts": ["pypi.org:443", "*.pythonhosted.org"],
+                          "deny_hosts": ["evil.pypi.org"]})
+        self.assertEqual(sb.network, {"internet": True,
+                                      "allow_hosts": ["pypi.org:443", "*.pythonhosted.org"],
+                                      "deny_hosts": ["evil.pypi.org"],
+                                      "proxy": "http://127.0.0.1:3128"})
+        sb.kill()
+        # Only what was given goes out; nothing at all leaves the template's default.
+        sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket, internet=False)
+        self.assertEqual(json.loads(self.last()[3])["network"], {"internet": False})
+        self.assertEqual(sb.network, {"internet": False, "allow_hosts": [], "deny_hosts": [],
+                                      "proxy": None})
+        sb.kill()
+        sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket)
+        self.assertNotIn("network", json.loads(self.last()[3]))
+        self.assertFalse(sb.network["internet"])  # this template has no default policy
+        sb.kill()
+        with self.assertRaises(cc.BadRequest) as e:
+            cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket,
+                              allow_hosts=["pypi.org"], internet=False)
+        self.assertIn("internet false", e.exception.message)
+        with self.assertRaises(TypeError):  # a string is not a list of rules
+            cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket,
+                              allow_hosts="pypi.org")
+        self.assertEqual(self.fake.sandboxes, {})
+
+    def test_template_network_default(self):
+        tpl = cc.Template.create(isolation="process", rootfs="/r", socket=self.fake.socket,
+                                 network={"allow_hosts": ["pypi.org:443"]})
+        self.assertEqual(json.loads(self.last()[3])["network"], {"allow_hosts": ["pypi.org:443"]})
+        sb = cc.Sandbox.create(template=tpl.id, socket=self.fake.socket)
+        self.assertEqual(sb.network["allow_hosts"], ["pypi.org:443"])
+        self.assertTrue(sb.network["internet"])
+        with self.assertRaises(cc.BadRequest) as e:
+            cc.Template.create(isolation="process", rootfs="/r", socket=self.fake.socket,
+                               network=True)
+        self.assertIn("policy object", e.exception.message)
+
+    def test_set_network(self):
+        sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket)
+        self.assertIs(sb.set_network(["PyPI.org.", "10.0.0.0/8:443"], ["evil.pypi.org"]), sb)
+        method, path, headers, body = self.last()
+        self.assertEqual((method, path), ("PUT", f"/sandboxes/{sb.id}/network"))
+        self.assertEqual(headers["Content-Type"], "application/json")
+        self.assertEqual(json.loads(body), {"allow_hosts": ["PyPI.org.", "10.0.0.0/8:443"],
+                                            "deny_hosts": ["evil.pypi.org"]})
+        # info is the daemon's answer (normalised names), not what was sent.
+        self.assertEqual(sb.network["allow_hosts"], ["pypi.org", "10.0.0.0/8:443"])
+        self.assertEqual(sb.network["proxy"], "http://127.0.0.1:3128")
+        self.assertIs(sb.network, sb.info["network"])
+        self.assertEqual(sb.refresh()["network"], sb.network)
+        sb.set_network(internet=False)
+        self.assertEqual(json.loads(self.last()[3]),
+                         {"allow_hosts": [], "deny_hosts": [], "internet": False})
+        self.assertEqual(sb.network, {"internet": False, "allow_hosts": [], "deny_hosts": [],
+                                      "proxy": None})
+        # A refused change leaves info as it was; the message names the entry.
+        with self.assertRaises(cc.BadRequest) as e:
+            sb.set_network(["pypi.org", "a b"])
+        self.assertEqual(e.exception.message, "network.allow_hosts[1]: 'a b' is not a host rule")
+        self.assertFalse(sb.network["internet"])
+        sb.pause()
+        with self.assertRaises(cc.Conflict):
+            sb.set_network(["pypi.org"])
+        with self.assertRaises(cc.NotFound):
+            cc.Sandbox({"id": "sb-000000000000"}, sb._client).set_network(["pypi.org"])
+
+    def test_fork_network(self):
+        sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket,
+                               allow_hosts=["pypi.org"])
+        kid = sb.fork()[0]
+        self.assertEqual(json.loads(self.last()[3]), {"count": 1})  # children keep the parent's
+        self.assertEqual(kid.network["allow_hosts"], ["pypi.org"])
+        kid.kill()
+        kid = sb.fork(1, network={"internet": False})[0]
+        self.assertEqual(json.loads(self.last()[3]), {"count": 1, "network": {"internet": False}})
+        self.assertFalse(kid.network["internet"])
+        self.assertTrue(sb.refresh()["network"]["internet"])  # the parent's is unchanged
+
     def test_errors(self):
         with self.assertRaises(cc.NotFound) as e:
             cc.Sandbox.create(template="tpl-000000000000", socket=self.fake.socket)

@@ -1,5 +1,5 @@
-// The sandbox daemon's API client (clients/cpp) against a fake daemon on a Unix socket, and
-// its SSE reader.
+// The sandbox daemon's API client (clients/cpp) against a fake daemon on a Unix socket, its SSE
+// reader, and the sandbox behind `carapace mcp` (clients/mcp/daemon_sandbox) over that client.
 #include "clients/cpp/daemon_client.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "clients/cpp/sse_parser.h"
+#include "clients/mcp/daemon_sandbox.h"
 #include "common/agent/base64.h"
 #include "common/http/json_util.h"
 #include "common/http/response_writer.h"
@@ -105,7 +106,8 @@ class DaemonClientTest : public testing::Test {
     ASSERT_TRUE(
         r.add("POST", "/sandboxes", [this](const http::HttpRequest& req) {
            record(req);
-           auto body = http::parse_json_object(req.body, {"template", "timeout_s", "env"});
+           auto body =
+               http::parse_json_object(req.body, {"template", "timeout_s", "env", "network"});
            if (!body.ok())
              return http::error_response(http::ErrorCode::kBadRequest, body.error().message);
            if ((*body)["template"] != "tpl-000000000001")
@@ -116,6 +118,19 @@ class DaemonClientTest : public testing::Test {
                    record(req);
                    return http::HttpResponse{204, {}, {}};
                  }).ok());
+    ASSERT_TRUE(
+        r.add("PUT", "/sandboxes/{id}/network", [this](const http::HttpRequest& req) {
+           record(req);
+           if (req.param("id") == "sb-paused")
+             return http::error_response(http::ErrorCode::kConflict, "sandbox sb-paused is paused");
+           auto body = http::parse_json_object(req.body, {"allow_hosts", "deny_hosts", "internet"});
+           if (!body.ok())
+             return http::error_response(http::ErrorCode::kBadRequest, body.error().message);
+           json net = *body;
+           net["proxy"] = "http://127.0.0.1:3128";
+           return http::json_response(200,
+                                      {{"id", std::string(req.param("id"))}, {"network", net}});
+         }).ok());
     ASSERT_TRUE(r.add("GET", "/boom", [](const http::HttpRequest&) {
                    return http::error_response(http::ErrorCode::kInternal, "something broke");
                  }).ok());
@@ -215,6 +230,56 @@ TEST_F(DaemonClientTest, CreateAndErrors) {
   ASSERT_TRUE(del.ok());
   EXPECT_TRUE(del->is_null());
   EXPECT_EQ(last_target(), "DELETE /sandboxes/sb-000000000001");
+}
+
+TEST(NetworkJson, OnlyTheMembersGiven) {
+  EXPECT_EQ(network_json({}), json::object());
+  NetworkRequest n;
+  n.deny_hosts = {"evil.org"};
+  EXPECT_EQ(network_json(n), json({{"deny_hosts", {"evil.org"}}}));
+  n.internet = true;
+  EXPECT_EQ(network_json(n), json({{"deny_hosts", {"evil.org"}}, {"internet", true}}));
+}
+
+TEST_F(DaemonClientTest, SetNetworkPutsThePolicy) {
+  DaemonClient c(server_.path);
+  NetworkRequest n;
+  n.allow_hosts = {"pypi.org:443", "*.pythonhosted.org"};
+  n.deny_hosts = {"evil.pypi.org"};
+  auto sb = c.set_network("sb-1", n);
+  ASSERT_TRUE(sb.ok()) << sb.error().describe();
+  EXPECT_EQ(last_target(), "PUT /sandboxes/sb-1/network");
+  EXPECT_EQ(json::parse(last_body()), json({{"allow_hosts", {"pypi.org:443", "*.pythonhosted.org"}},
+                                            {"deny_hosts", {"evil.pypi.org"}}}));
+  EXPECT_EQ((*sb)["network"]["proxy"], "http://127.0.0.1:3128");
+  sb = c.set_network("sb-1", NetworkRequest{{}, {}, false});
+  ASSERT_TRUE(sb.ok()) << sb.error().describe();
+  EXPECT_EQ(json::parse(last_body()), json({{"internet", false}}));
+  // 409 for a paused sandbox: the API's message, the caller's fault.
+  sb = c.set_network("sb-paused", n);
+  ASSERT_FALSE(sb.ok());
+  EXPECT_EQ(sb.error().message, "sandbox sb-paused is paused");
+  EXPECT_EQ(sb.error().kind, ErrorKind::kInvalidInput);
+}
+
+// `carapace mcp --template T --allow-host ...`: the sandbox it makes on the first tool call
+// carries the policy, and set_sandbox_network replaces it on that sandbox.
+TEST_F(DaemonClientTest, McpSandboxIsCreatedWithItsNetwork) {
+  NetworkRequest n;
+  n.allow_hosts = {"pypi.org:443"};
+  mcp::DaemonSandbox box(DaemonClient(server_.path), "tpl-000000000001", "", 60, n);
+  NetworkRequest off;
+  off.internet = false;
+  auto view = box.set_network(off);
+  ASSERT_TRUE(view.ok()) << view.error().describe();
+  std::lock_guard lock(mu_);
+  ASSERT_EQ(targets_.size(), 2u);
+  EXPECT_EQ(targets_[0], "POST /sandboxes");
+  EXPECT_EQ(json::parse(bodies_[0]), json({{"template", "tpl-000000000001"},
+                                           {"timeout_s", 60},
+                                           {"network", {{"allow_hosts", {"pypi.org:443"}}}}}));
+  EXPECT_EQ(targets_[1], "PUT /sandboxes/sb-000000000001/network");
+  EXPECT_EQ(json::parse(bodies_[1]), json({{"internet", false}}));
 }
 
 TEST_F(DaemonClientTest, FilesAreRawBytesWithEncodedPaths) {

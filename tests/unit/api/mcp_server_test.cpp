@@ -40,6 +40,15 @@ class FakeSandbox : public SandboxOps {
     if (!spec.contains("title")) return as_invalid_input(make_error("spec: 'title' is required"));
     return "%DOC-" + format + "%";
   }
+  Result<json> set_network(const sandbox::NetworkRequest& network) override {
+    networks.push_back(sandbox::network_json(network));
+    if (fail) return as_invalid_input(make_error("network.allow_hosts[0]: 'a b' is not a host"));
+    json view = {{"internet", network.internet.value_or(!network.allow_hosts.empty())},
+                 {"allow_hosts", network.allow_hosts},
+                 {"deny_hosts", network.deny_hosts}};
+    view["proxy"] = view["internet"] ? json("http://127.0.0.1:3128") : json(nullptr);
+    return json({{"id", "sb-1"}, {"state", "running"}, {"network", view}});
+  }
 
   bool fail = false;
   sandbox::ExecResult exec_result;
@@ -47,6 +56,7 @@ class FakeSandbox : public SandboxOps {
   std::string last_cwd;
   uint64_t last_timeout_ms = 0;
   std::map<std::string, std::string> files;
+  std::vector<json> networks;  // what set_network was asked, as the API's network object
 };
 
 class McpServerTest : public testing::Test {
@@ -120,6 +130,91 @@ TEST_F(McpServerTest, PingAndToolsList) {
   }
   EXPECT_EQ(names,
             (std::set<std::string>{"run_command", "write_file", "read_file", "generate_document"}));
+}
+
+// The network tool exists only when the operator offers it: the model must not be able to widen
+// its own sandbox's egress unless it was allowed to.
+TEST_F(McpServerTest, NoNetworkToolUnlessOffered) {
+  json r = call({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tools/list"}});
+  for (const json& t : r["result"]["tools"])
+    EXPECT_NE(t["name"], "set_sandbox_network");
+  r = tool("set_sandbox_network", {{"allow_hosts", {"*"}}});
+  EXPECT_EQ(r["error"]["code"], kInvalidParams);
+  EXPECT_TRUE(box_.networks.empty());
+}
+
+class McpNetworkToolTest : public testing::Test {
+ protected:
+  static McpOptions with_network_tool() {
+    McpOptions o;
+    o.network_tool = true;
+    return o;
+  }
+  json tool(const std::string& name, const json& args) {
+    json req = {{"jsonrpc", "2.0"}, {"id", 8}, {"method", "tools/call"}};
+    req["params"] = {{"name", name}, {"arguments", args}};
+    return json::parse(server_.handle_line(req.dump()).value());
+  }
+  static std::string text_of(const json& response) {
+    return response["result"]["content"][0]["text"].get<std::string>();
+  }
+
+  FakeSandbox box_;
+  McpServer server_{box_, with_network_tool()};
+};
+
+TEST_F(McpNetworkToolTest, ListedWithItsSchema) {
+  json list =
+      json::parse(server_.handle_line(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})").value());
+  const json* found = nullptr;
+  for (const json& t : list["result"]["tools"])
+    if (t["name"] == "set_sandbox_network") found = &t;
+  ASSERT_NE(found, nullptr) << list;
+  const json& props = (*found)["inputSchema"]["properties"];
+  EXPECT_EQ(props["allow_hosts"]["type"], "array");
+  EXPECT_EQ(props["allow_hosts"]["items"]["type"], "string");
+  EXPECT_EQ(props["allow_hosts"]["maxItems"], 256);
+  EXPECT_EQ(props["deny_hosts"]["type"], "array");
+  EXPECT_EQ(props["internet"]["type"], "boolean");
+  EXPECT_EQ((*found)["inputSchema"]["additionalProperties"], false);
+  EXPECT_EQ(list["result"]["tools"].size(), 5u);
+}
+
+TEST_F(McpNetworkToolTest, SetsThePolicyAndShowsIt) {
+  json r = tool("set_sandbox_network", {{"allow_hosts", {"pypi.org:443", "*.pythonhosted.org"}},
+                                        {"deny_hosts", {"evil.pypi.org"}}});
+  ASSERT_FALSE(r["result"]["isError"].get<bool>()) << r;
+  ASSERT_EQ(box_.networks.size(), 1u);
+  EXPECT_EQ(box_.networks[0], json({{"allow_hosts", {"pypi.org:443", "*.pythonhosted.org"}},
+                                    {"deny_hosts", {"evil.pypi.org"}}}));
+  EXPECT_NE(text_of(r).find("http://127.0.0.1:3128"), std::string::npos) << text_of(r);
+  EXPECT_NE(text_of(r).find("evil.pypi.org"), std::string::npos);
+  r = tool("set_sandbox_network", {{"internet", false}});
+  ASSERT_FALSE(r["result"]["isError"].get<bool>()) << r;
+  EXPECT_EQ(box_.networks[1], json({{"internet", false}}));
+  EXPECT_NE(text_of(r).find("\"internet\":false"), std::string::npos) << text_of(r);
+  // The daemon's refusal (a bad rule) is the model's to read, not a protocol error.
+  box_.fail = true;
+  r = tool("set_sandbox_network", {{"allow_hosts", {"a b"}}});
+  EXPECT_TRUE(r["result"]["isError"].get<bool>());
+  EXPECT_NE(text_of(r).find("network.allow_hosts[0]"), std::string::npos);
+}
+
+// docs/security.md #26: arguments of the wrong shape are -32602 and nothing reaches the daemon.
+TEST_F(McpNetworkToolTest, ArgumentsAreChecked) {
+  for (const json& args : {
+           json({{"allow_hosts", "pypi.org"}}),
+           json({{"allow_hosts", {"pypi.org", 5}}}),
+           json({{"deny_hosts", {{{"host", "x"}}}}}),
+           json({{"internet", "yes"}}),
+           json({{"internet", 1}}),
+           json({{"allow", {"pypi.org"}}}),
+           json({{"sandbox_id", "sb-2"}, {"allow_hosts", {"pypi.org"}}}),
+           json({{"allow_hosts", std::vector<std::string>(257, "pypi.org")}}),
+       }) {
+    EXPECT_EQ(tool("set_sandbox_network", args)["error"]["code"], kInvalidParams) << args;
+  }
+  EXPECT_TRUE(box_.networks.empty());
 }
 
 // docs/security.md #26: a hostile client gets JSON-RPC errors and the server goes on.

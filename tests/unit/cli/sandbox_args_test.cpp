@@ -50,6 +50,54 @@ TEST(SandboxArgs, CreateWithEnvAndTimeout) {
   EXPECT_EQ(a->body["env"]["C"], "");
 }
 
+TEST(SandboxArgs, CreateWithNetworkRules) {
+  auto a = parse({"create", "--allow-host", "pypi.org:443", "--template", "t", "--allow-host",
+                  "*.pythonhosted.org", "--deny-host", "evil.pypi.org", "--allow-host",
+                  "[2001:db8::1]:443"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->body["template"], "t");
+  // The rules in the order given, and no "internet": the daemon's default (on with rules).
+  EXPECT_EQ(
+      a->body["network"],
+      nlohmann::json({{"allow_hosts", {"pypi.org:443", "*.pythonhosted.org", "[2001:db8::1]:443"}},
+                      {"deny_hosts", {"evil.pypi.org"}}}));
+  a = parse({"create", "--template", "t", "--no-internet"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->body["network"], nlohmann::json({{"internet", false}}));
+  // No network flag: no network member, so the template's default policy applies.
+  a = parse({"create", "--template", "t"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(a->body.contains("network"));
+}
+
+TEST(SandboxArgs, ForkWithAndWithoutNetwork) {
+  auto a = parse({"fork", "sb-1", "--allow-host", "pypi.org", "--count", "2"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->op, SandboxOp::kFork);
+  EXPECT_EQ(a->count, 2u);
+  EXPECT_EQ(a->body, nlohmann::json({{"network", {{"allow_hosts", {"pypi.org"}}}}}));
+  a = parse({"fork", "sb-1", "--no-internet"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->body["network"], nlohmann::json({{"internet", false}}));
+  // Without network flags the children keep the parent's policy: nothing is sent.
+  a = parse({"fork", "sb-1"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->body, nlohmann::json::object());
+}
+
+TEST(SandboxArgs, NetworkReplacesThePolicy) {
+  auto a = parse({"network", "sb-1", "--allow-host", "10.0.0.0/8:443", "--deny-host", "*.evil.org",
+                  "--allow-host", "*"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->op, SandboxOp::kNetwork);
+  EXPECT_EQ(a->id, "sb-1");
+  EXPECT_EQ(a->body, nlohmann::json({{"allow_hosts", {"10.0.0.0/8:443", "*"}},
+                                     {"deny_hosts", {"*.evil.org"}}}));
+  a = parse({"network", "sb-1", "--off"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->body, nlohmann::json({{"internet", false}}));
+}
+
 TEST(SandboxArgs, ExecTakesEverythingAfterTheSeparator) {
   auto a = parse({"exec", "sb-1", "--stream", "--env", "K=V", "--cwd", "sub", "--timeout-ms",
                   "5000", "--", "sh", "-c", "echo --stream"});
@@ -132,12 +180,51 @@ TEST(SandboxArgs, RefusesBadInputWithOneLine) {
            {"ls", "--all"},
            {"fork", "sb-1", "--count", "0"},
            {"fork", "sb-1", "--count", "17"},
+           // Network flags: a missing or empty rule, the off switch with rules, deny rules
+           // alone, the other subcommand's off switch, and `network` with nothing to set.
+           {"create", "--template", "t", "--allow-host"},
+           {"create", "--template", "t", "--allow-host", ""},
+           {"create", "--template", "t", "--no-internet", "--allow-host", "pypi.org"},
+           {"create", "--template", "t", "--allow-host", "pypi.org", "--no-internet"},
+           {"create", "--template", "t", "--no-internet", "--deny-host", "pypi.org"},
+           {"create", "--template", "t", "--deny-host", "evil.org"},
+           {"create", "--template", "t", "--off"},
+           {"fork", "sb-1", "--no-internet", "--allow-host", "pypi.org"},
+           {"fork", "sb-1", "--off"},
+           {"fork", "sb-1", "--deny-host"},
+           {"network"},
+           {"network", "--off"},
+           {"network", "sb-1"},
+           {"network", "sb-1", "--off", "--allow-host", "pypi.org"},
+           {"network", "sb-1", "--deny-host", "pypi.org", "--off"},
+           {"network", "sb-1", "--deny-host", "evil.org"},
+           {"network", "sb-1", "--no-internet"},
+           {"network", "sb-1", "--allow-host", "pypi.org", "extra"},
        }) {
     auto a = parse(args);
     ASSERT_FALSE(a.ok()) << testing::PrintToString(args);
     EXPECT_EQ(a.error().kind, ErrorKind::kInvalidInput);
     EXPECT_EQ(a.error().message.find('\n'), std::string::npos);
   }
+}
+
+TEST(McpArgs, NetworkOfTheSandboxItCreates) {
+  auto a = parse_mcp_args({"--template", "tpl-1", "--allow-host", "pypi.org:443", "--deny-host",
+                           "evil.pypi.org", "--allow-host", "*.pythonhosted.org"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->network.allow_hosts,
+            (std::vector<std::string>{"pypi.org:443", "*.pythonhosted.org"}));
+  EXPECT_EQ(a->network.deny_hosts, std::vector<std::string>{"evil.pypi.org"});
+  EXPECT_FALSE(a->network.internet.has_value());
+  EXPECT_FALSE(a->network_tool);
+  a = parse_mcp_args({"--template", "tpl-1", "--no-internet"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->network.internet, false);
+  // The tool is the operator's to offer, for an existing sandbox too.
+  a = parse_mcp_args({"--sandbox", "sb-1", "--network-tool"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_TRUE(a->network_tool);
+  EXPECT_TRUE(a->network.empty());
 }
 
 TEST(McpArgs, TemplateOrSandboxExactlyOnce) {
@@ -152,6 +239,12 @@ TEST(McpArgs, TemplateOrSandboxExactlyOnce) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {},
            {"--template", "t", "--sandbox", "s"},
+           {"--sandbox", "s", "--allow-host", "pypi.org"},
+           {"--sandbox", "s", "--no-internet"},
+           {"--template", "t", "--no-internet", "--allow-host", "pypi.org"},
+           {"--template", "t", "--deny-host", "evil.org"},
+           {"--template", "t", "--allow-host"},
+           {"--template", "t", "--allow-host", ""},
            {"--template"},
            {"--template", ""},
            {"--template", "t", "--timeout", "0"},
