@@ -160,6 +160,8 @@ int cmd_egress_proxy(const std::vector<std::string>& args) {
   options.listen_path = parsed->listen;
   options.listen_mode = parsed->listen_mode;
   options.log = log_decision;
+  // Confined before the first client byte is read: nothing a sandbox sends meets a root proxy.
+  options.start_closed = parsed->run_as.has_value();
   options.sandbox = parsed->sandbox;
   options.policy = std::move(*policy);
   options.max_connections = parsed->max_connections;
@@ -193,6 +195,7 @@ int cmd_egress_proxy(const std::vector<std::string>& args) {
       return kExitHostError;
     }
   }
+  (*proxy)->open_for_clients();
   log_json("egress proxy ready",
            nlohmann::json{{"sandbox", parsed->sandbox}, {"listen", parsed->listen}}.dump(
                -1, ' ', false, nlohmann::json::error_handler_t::replace));

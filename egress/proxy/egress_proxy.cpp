@@ -58,6 +58,7 @@ void EgressProxy::stop() {
   std::unique_lock lock(mu_);
   if (stopped_) return;
   stopped_ = true;
+  opened_cv_.notify_all();
   (void)stop_->write();
   lock.unlock();
   if (acceptor_.joinable()) acceptor_.join();
@@ -103,7 +104,17 @@ void EgressProxy::log_line(const std::string& line) {
   options_.log(line);
 }
 
+void EgressProxy::open_for_clients() {
+  std::lock_guard lock(mu_);
+  opened_ = true;
+  opened_cv_.notify_all();
+}
+
 void EgressProxy::accept_loop() {
+  {
+    std::unique_lock lock(mu_);
+    opened_cv_.wait(lock, [this] { return opened_ || stopped_ || !options_.start_closed; });
+  }
   for (;;) {
     pollfd fds[2] = {{listener_.fd.get(), POLLIN, 0}, {stop_->fd(), POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {

@@ -43,6 +43,9 @@ struct EgressProxyOptions {
   std::chrono::milliseconds connect_timeout{10000};  // per upstream address
   std::chrono::milliseconds idle_timeout{300000};    // a tunnel nothing crossed for this long
   size_t max_head_bytes = 16 * 1024;
+  // Bound but not accepting until open_for_clients(): for a program that must give up its
+  // privileges (after binding its other sockets) before it reads a sandbox's first byte.
+  bool start_closed = false;
   // One JSON object per line, without the newline. Null: stderr.
   std::function<void(const std::string&)> log;
 };
@@ -74,6 +77,9 @@ class EgressProxy {
   EgressStats stats() const;
   const std::string& listen_path() const { return options_.listen_path; }
 
+  // With start_closed: starts accepting (connections that came meanwhile wait in the backlog).
+  void open_for_clients();
+
   // Stops accepting, cuts every connection and waits for their threads. Idempotent.
   void stop();
 
@@ -104,6 +110,8 @@ class EgressProxy {
   size_t idle_workers_ = 0;
   EgressStats stats_;
   bool stopped_ = false;
+  bool opened_ = false;
+  std::condition_variable opened_cv_;
 };
 
 }  // namespace carapace::egress
