@@ -74,6 +74,7 @@ class EgressProxy {
 
  private:
   struct Connection;
+  class Session;  // one connection's request, decision and tunnel (proxy_session.h)
   explicit EgressProxy(EgressProxyOptions options);
   void accept_loop();
   void work();
