@@ -88,6 +88,7 @@ http::BodyStatus send_body(http::SocketReader& reader, const http::BodyFraming& 
 }  // namespace
 
 void EgressProxy::Session::run_http() {
+  line_["protocol"] = "http";
   const EgressProxyOptions& o = proxy_.options_;
   auto refuse = [&](int status, const std::string& reason, Counter field) {
     line_["status"] = status;

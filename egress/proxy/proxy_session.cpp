@@ -1,6 +1,8 @@
-// What every protocol of a proxy connection shares: the decision and the dial, the tunnel and its
-// log line.
+// What both protocols of a proxy connection share: which one it speaks, the decision and the dial,
+// the tunnel and its log line.
 #include "egress/proxy/proxy_session.h"
+
+#include "egress/proxy/socks5_request.h"
 
 namespace carapace::egress {
 
@@ -16,9 +18,16 @@ EgressProxy::Session::Session(EgressProxy& proxy, Connection& c)
       line_({{"sandbox", proxy.options_.sandbox}}) {}
 
 void EgressProxy::Session::run() {
-  // The head, within a deadline for all of it: a client that trickles bytes (slowloris) holds a
-  // thread for head_timeout at most.
+  // One deadline for all of the head or the negotiation: a client that trickles bytes
+  // (slowloris) holds a thread for head_timeout at most, whichever protocol it speaks.
   reader_.set_deadline(http::Clock::now() + proxy_.options_.head_timeout);
+  // Peeked and given back: each path reads its head from the start. A first read that fails
+  // goes the HTTP way, which meets the same end again (408 past the deadline, silence on a close).
+  std::string first;
+  if (reader_.read_some(first, 1) == http::IoStatus::kOk) {
+    reader_.unread(1);
+    if (static_cast<uint8_t>(first[0]) == socks5::kVersion) return run_socks5();
+  }
   run_http();
 }
 

@@ -1,8 +1,8 @@
 // One client connection of the egress proxy (internal to egress/proxy), from its first byte to
-// the end of its tunnel: the protocol's own parsing and answers (HTTP: http_session.cpp), then
-// the steps every protocol takes (proxy_session.cpp): the name stage, resolve-then-dial, the
-// tunnel, one decision line and the counters -- so a policy, its live cut and the logs see one
-// proxy whatever the client speaks.
+// the end of its tunnel. The first byte picks the protocol: X'05' is SOCKS5 (RFC 1928 §3: VER),
+// which no HTTP request line can start with; anything else is HTTP. Both take the same steps
+// after their own parsing (proxy_session.cpp): the name stage, resolve-then-dial, the tunnel, one
+// decision line and the counters -- so a policy, its live cut and the logs see one proxy.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -21,7 +21,8 @@ class EgressProxy::Session {
  public:
   Session(EgressProxy& proxy, Connection& c);
 
-  // Serves the connection under the head deadline, which covers its whole request head.
+  // Reads the first byte (within the head deadline, which covers the whole request head or
+  // SOCKS5 negotiation) and goes the SOCKS5 or the HTTP way.
   void run();
 
  private:
@@ -34,7 +35,8 @@ class EgressProxy::Session {
     Counter counter;   // denied_rule, denied_address or upstream_failures
   };
 
-  void run_http();  // http_session.cpp
+  void run_http();    // http_session.cpp
+  void run_socks5();  // socks5_session.cpp
 
   void count(Counter field);
   // Logs the line of a refused request (decision deny and the reason) and counts it under

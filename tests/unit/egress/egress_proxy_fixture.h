@@ -1,6 +1,6 @@
-// The fixture of the egress proxy's end-to-end unit tests: a proxy on a Unix socket in a folder of
-// its own, with the tests' resolver table, the loopback-admitting address check (or the
-// production one) and the log lines kept.
+// The fixture of the egress proxy's end-to-end unit tests (egress_proxy_test, socks5_proxy_test):
+// a proxy on a Unix socket in a folder of its own, with the tests' resolver table, the loopback-
+// admitting address check (or the production one) and the log lines kept.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -54,6 +54,7 @@ class EgressProxyTest : public ::testing::Test {
     o.head_timeout = head_timeout_;
     o.idle_timeout = 5s;
     o.max_connections = max_connections_;
+    o.max_head_bytes = max_head_bytes_;
     o.log = [this](const std::string& line) {
       std::lock_guard lock(log_mu_);
       log_.push_back(line);
@@ -76,6 +77,7 @@ class EgressProxyTest : public ::testing::Test {
   TableResolver resolver_;
   std::chrono::milliseconds head_timeout_ = 2s;
   size_t max_connections_ = 64;
+  size_t max_head_bytes_ = 16 * 1024;
   std::mutex log_mu_;
   std::vector<std::string> log_;
   std::unique_ptr<EgressProxy> proxy_;
