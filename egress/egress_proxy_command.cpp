@@ -26,8 +26,9 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: carapace egress-proxy --listen PATH [options]\n"
-    "  The egress proxy of one sandbox: HTTP/1.1 CONNECT host:port (TLS passes through) and\n"
-    "  absolute-form http:// requests on the Unix socket PATH. Names are resolved here and\n"
+    "  The egress proxy of one sandbox: HTTP/1.1 CONNECT host:port (TLS passes through),\n"
+    "  absolute-form http:// requests and SOCKS5 CONNECT (no authentication; a name, or an\n"
+    "  address a network rule allows) on the Unix socket PATH. Names are resolved here and\n"
     "  every address is checked before it is dialled: loopback, link-local (the metadata\n"
     "  service), multicast, reserved and this host's own addresses are always refused, private\n"
     "  and CGNAT ones unless a network rule allows them. Nothing is allowed by default.\n"

@@ -1,8 +1,8 @@
 // The egress proxy of one sandbox: a Unix-socket listener that speaks HTTP/1.1 CONNECT (a byte
-// tunnel: TLS passes through untouched) and absolute-form plain HTTP, under an EgressPolicy that
-// may be replaced while it runs. The proxy resolves names and dials itself (upstream.h); the
-// sandbox never picks an address. Every decision is one JSON line to the log sink and a count in
-// stats().
+// tunnel: TLS passes through untouched), absolute-form plain HTTP and SOCKS5 CONNECT (RFC 1928,
+// told apart by its first byte), under an EgressPolicy that may be replaced while it runs. The
+// proxy resolves names and dials itself (upstream.h); the sandbox never picks an address. Every
+// decision is one JSON line to the log sink and a count in stats().
 #pragma once
 
 #include <sys/types.h>
@@ -85,6 +85,7 @@ class EgressProxy {
 
  private:
   struct Connection;
+  class Session;  // one connection's request, decision and tunnel (proxy_session.h)
   explicit EgressProxy(EgressProxyOptions options);
   void accept_loop();
   void work();

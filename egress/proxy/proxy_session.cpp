@@ -1,224 +1,109 @@
-// One client connection of the egress proxy, from its request head to the end of its tunnel.
-#include <sys/socket.h>
+// What both protocols of a proxy connection share: which one it speaks, the decision and the dial,
+// the tunnel and its log line.
+#include "egress/proxy/proxy_session.h"
 
-#include <nlohmann/json.hpp>
-
-#include "common/base/byte_relay.h"
-#include "common/http/body_reader.h"
-#include "common/http/chunked.h"
-#include "common/http/message_parser.h"
-#include "common/http/socket_io.h"
-#include "egress/proxy/egress_proxy.h"
-#include "egress/proxy/proxy_connection.h"
-#include "egress/proxy/proxy_target.h"
+#include "egress/proxy/socks5_request.h"
 
 namespace carapace::egress {
-namespace {
-
-using json = nlohmann::json;
-using Clock = http::Clock;
-
-constexpr size_t kMaxHeaderFields = 100;
-constexpr std::chrono::milliseconds kAnswerStall{2000};
-
-const char* status_text(int status) {
-  switch (status) {
-    case 400:
-      return "Bad Request";
-    case 403:
-      return "Forbidden";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 501:
-      return "Not Implemented";
-    case 502:
-      return "Bad Gateway";
-    case 504:
-      return "Gateway Timeout";
-    default:
-      return "Error";
-  }
-}
-
-// The proxy's own answer (RFC 9110 15): the reason in a header a client can log and in the body.
-void answer(int fd, int status, const std::string& reason) {
-  std::string body = "carapace egress: " + reason + "\n";
-  std::string one_line = reason;
-  for (char& ch : one_line) {
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
-  }
-  std::string msg =
-      "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
-      "\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Carapace-Egress: " + one_line +
-      "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  (void)http::send_all(fd, msg, kAnswerStall);
-}
-
-int dial_status(DialRefusal::Kind k) {
-  switch (k) {
-    case DialRefusal::Kind::kDenied:
-      return 403;
-    case DialRefusal::Kind::kTimeout:
-      return 504;
-    case DialRefusal::Kind::kUnresolved:
-    case DialRefusal::Kind::kUnreachable:
-      return 502;
-  }
-  return 502;
-}
-
-// Sends a forwarded request's body upstream as it arrives, in the framing it came with.
-http::BodyStatus send_body(http::SocketReader& reader, const http::BodyFraming& framing,
-                           int upstream, std::chrono::milliseconds idle, uint64_t& sent) {
-  if (framing.kind == http::BodyFraming::kNone) return http::BodyStatus::kOk;
-  const bool chunked = framing.kind == http::BodyFraming::kChunked;
-  auto deadline = [idle](uint64_t) { return Clock::now() + idle; };
-  auto sink = [&](std::string_view piece) {
-    if (piece.empty()) return true;
-    std::string framed = chunked ? http::encode_chunk(piece) : std::string(piece);
-    if (!http::send_all(upstream, framed, idle).ok()) return false;
-    sent += piece.size();
-    return true;
-  };
-  auto st = http::read_body(reader, framing, UINT64_MAX, deadline, sink);
-  if (st == http::BodyStatus::kOk && chunked &&
-      !http::send_all(upstream, http::kLastChunk, idle).ok())
-    return http::BodyStatus::kError;
-  return st;
-}
-
-}  // namespace
 
 void EgressProxy::handle(Connection& c) {
-  const int fd = c.client.get();
-  json line = {{"sandbox", options_.sandbox}};
-  auto count = [this](uint64_t EgressStats::*field) {
-    std::lock_guard lock(mu_);
-    stats_.*field += 1;
-  };
-  auto refuse = [&](int status, const std::string& reason, uint64_t EgressStats::*field) {
-    line["decision"] = "deny";
-    line["status"] = status;
-    line["reason"] = reason;
-    log_line(line.dump(-1, ' ', false, json::error_handler_t::replace));
-    count(field);
-    answer(fd, status, reason);
-  };
+  Session(*this, c).run();
+}
 
-  // The head, within a deadline for all of it: a client that trickles bytes (slowloris) holds a
-  // thread for head_timeout at most.
-  http::SocketReader reader(fd);
-  reader.set_deadline(Clock::now() + options_.head_timeout);
-  std::string head;
-  switch (reader.read_head(head, options_.max_head_bytes)) {
-    case http::IoStatus::kOk:
-      break;
-    case http::IoStatus::kTimeout:
-      return refuse(408, "no complete request head in time", &EgressStats::bad_requests);
-    case http::IoStatus::kTooLong:
-      return refuse(431, "request head too large", &EgressStats::bad_requests);
-    case http::IoStatus::kMalformed:
-      return refuse(400, "malformed request head", &EgressStats::bad_requests);
-    default:
-      return;  // gone before asking anything
-  }
-  http::HttpRequest req;
-  if (auto rejected =
-          http::parse_request_head(head, kMaxHeaderFields, req, http::TargetForms::kProxy))
-    return refuse(rejected->status, rejected->message, &EgressStats::bad_requests);
-  auto target = parse_proxy_target(req);
-  if (!target.ok()) return refuse(400, target.error().message, &EgressStats::bad_requests);
-  line["method"] = req.method;
-  line["host"] = target->host;
-  line["port"] = target->port;
-  http::BodyFraming framing;
-  if (target->kind == ProxyTarget::Kind::kForward) {
-    if (auto rejected = http::request_framing(req, framing))
-      return refuse(rejected->status, rejected->message, &EgressStats::bad_requests);
-  }
-  auto dest = parse_destination(target->host, target->port);
-  if (!dest.ok()) return refuse(400, dest.error().message, &EgressStats::bad_requests);
+EgressProxy::Session::Session(EgressProxy& proxy, Connection& c)
+    : proxy_(proxy),
+      c_(c),
+      fd_(c.client.get()),
+      reader_(fd_),
+      line_({{"sandbox", proxy.options_.sandbox}}) {}
 
-  // The name stage, then resolve-then-dial under the same policy.
+void EgressProxy::Session::run() {
+  // One deadline for all of the head or the negotiation: a client that trickles bytes
+  // (slowloris) holds a thread for head_timeout at most, whichever protocol it speaks.
+  reader_.set_deadline(http::Clock::now() + proxy_.options_.head_timeout);
+  // Peeked and given back: each path reads its head from the start. A first read that fails
+  // goes the HTTP way, which meets the same end again (408 past the deadline, silence on a close).
+  std::string first;
+  if (reader_.read_some(first, 1) == http::IoStatus::kOk) {
+    reader_.unread(1);
+    if (static_cast<uint8_t>(first[0]) == socks5::kVersion) return run_socks5();
+  }
+  run_http();
+}
+
+void EgressProxy::Session::count(Counter field) {
+  std::lock_guard lock(proxy_.mu_);
+  proxy_.stats_.*field += 1;
+}
+
+void EgressProxy::Session::log_refusal(const std::string& reason, Counter field) {
+  line_["decision"] = "deny";
+  line_["reason"] = reason;
+  proxy_.log_line(line_.dump(-1, ' ', false, json::error_handler_t::replace));
+  count(field);
+}
+
+Result<Upstream, EgressProxy::Session::Refusal> EgressProxy::Session::admit(
+    const Destination& dest) {
   std::shared_ptr<const EgressPolicy> policy;
   {
-    std::lock_guard lock(mu_);
-    policy = policy_;
+    std::lock_guard lock(proxy_.mu_);
+    policy = proxy_.policy_;
   }
-  Decision named = decide(*policy, *dest);
+  Decision named = decide(*policy, dest);
   if (!named.allowed) {
-    if (!named.rule.empty()) line["rule"] = named.rule;
-    return refuse(403, named.reason, &EgressStats::denied_rule);
+    if (!named.rule.empty()) line_["rule"] = named.rule;
+    return Refusal{DialRefusal{DialRefusal::Kind::kDenied, named.reason, named.rule, ""},
+                   &EgressStats::denied_rule};
   }
   {
-    std::lock_guard cl(c.mu);
-    c.destination = *dest;
+    std::lock_guard cl(c_.mu);
+    c_.destination = dest;
   }
-  DialOptions dial{options_.resolve, options_.check, options_.connect_timeout};
-  auto upstream = dial_upstream(*policy, *dest, dial);
+  const EgressProxyOptions& o = proxy_.options_;
+  auto upstream = dial_upstream(*policy, dest, DialOptions{o.resolve, o.check, o.connect_timeout});
   if (!upstream.ok()) {
     const DialRefusal& r = upstream.error();
-    if (!r.address.empty()) line["address"] = r.address;
-    if (!r.rule.empty()) line["rule"] = r.rule;
-    return refuse(dial_status(r.kind), r.reason,
-                  r.kind == DialRefusal::Kind::kDenied ? &EgressStats::denied_address
-                                                       : &EgressStats::upstream_failures);
+    if (!r.address.empty()) line_["address"] = r.address;
+    if (!r.rule.empty()) line_["rule"] = r.rule;
+    return Refusal{r, r.kind == DialRefusal::Kind::kDenied ? &EgressStats::denied_address
+                                                           : &EgressStats::upstream_failures};
   }
-  line["address"] = upstream->address.to_string();
-  line["rule"] = named.rule;
+  line_["address"] = upstream->address.to_string();
+  line_["rule"] = named.rule;
   {
-    std::lock_guard cl(c.mu);
-    c.address = upstream->address;
+    std::lock_guard cl(c_.mu);
+    c_.address = upstream->address;
   }
   // A policy replaced while this one dialled has not seen the address: check it here.
   {
-    std::lock_guard lock(mu_);
-    if (policy_ != policy && !still_allowed(*policy_, options_.check, *dest, upstream->address)) {
-      (void)c.cut.write();
+    std::lock_guard lock(proxy_.mu_);
+    if (proxy_.policy_ != policy &&
+        !still_allowed(*proxy_.policy_, o.check, dest, upstream->address)) {
+      (void)c_.cut.write();
     }
   }
   count(&EgressStats::allowed);
+  named_ = std::move(named);
+  return std::move(*upstream);
+}
 
-  const int up = upstream->fd.get();
-  RelayBytes bytes;
-  bool sent_all = true;
-  if (target->kind == ProxyTarget::Kind::kConnect) {
-    // Bytes the client sent after the head (a TLS ClientHello right behind CONNECT) go first.
-    sent_all = http::send_all(fd, "HTTP/1.1 200 Connection established\r\n\r\n", kAnswerStall).ok();
-    std::string_view early = reader.pending();
-    if (sent_all && !early.empty()) {
-      sent_all = http::send_all(up, early, options_.idle_timeout).ok();
-      bytes.up += early.size();
-    }
-  } else {
-    sent_all = http::send_all(up, forward_request_head(req, *target), options_.idle_timeout).ok();
-    if (sent_all) {
-      auto st = send_body(reader, framing, up, options_.idle_timeout, bytes.up);
-      sent_all = st == http::BodyStatus::kOk;
-      if (!sent_all && st != http::BodyStatus::kClosed && st != http::BodyStatus::kError)
-        answer(fd, 400, "malformed or unfinished request body");
-    }
-  }
+void EgressProxy::Session::relay_and_log(int upstream, RelayBytes bytes, bool sent_all,
+                                         bool only_down) {
   RelayEnd end = RelayEnd::kReset;
-  if (sent_all) {
-    end = run_relay(fd, up, c.cut.fd(), options_.idle_timeout,
-                    target->kind == ProxyTarget::Kind::kForward, bytes);
-  }
+  if (sent_all)
+    end = run_relay(fd_, upstream, c_.cut.fd(), proxy_.options_.idle_timeout, only_down, bytes);
   {
-    std::lock_guard lock(mu_);
-    stats_.bytes_up += bytes.up;
-    stats_.bytes_down += bytes.down;
+    std::lock_guard lock(proxy_.mu_);
+    proxy_.stats_.bytes_up += bytes.up;
+    proxy_.stats_.bytes_down += bytes.down;
   }
-  line["decision"] = "allow";
-  line["reason"] = named.reason;
-  line["bytes_up"] = bytes.up;
-  line["bytes_down"] = bytes.down;
-  line["end"] = relay_end_name(end);
-  log_line(line.dump(-1, ' ', false, json::error_handler_t::replace));
+  line_["decision"] = "allow";
+  line_["reason"] = named_.reason;
+  line_["bytes_up"] = bytes.up;
+  line_["bytes_down"] = bytes.down;
+  line_["end"] = relay_end_name(end);
+  proxy_.log_line(line_.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 }  // namespace carapace::egress

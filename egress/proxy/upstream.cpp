@@ -75,15 +75,18 @@ Result<Upstream, DialRefusal> dial_upstream(const EgressPolicy& policy, const De
     }
   }
   std::string last;
-  bool timed_out = false;
+  int last_errno = 0;
   for (const IpAddress& a : addresses) {
     auto fd = connect_one(a, dest.port, options.connect_timeout);
     if (fd.ok()) return Upstream{std::move(*fd), a};
-    timed_out = fd.error().sys_errno == ETIMEDOUT;
+    last_errno = fd.error().sys_errno;
     last = fd.error().describe();
   }
-  return refusal(timed_out ? DialRefusal::Kind::kTimeout : DialRefusal::Kind::kUnreachable, last,
-                 addresses.back().to_string());
+  DialRefusal r = refusal(
+      last_errno == ETIMEDOUT ? DialRefusal::Kind::kTimeout : DialRefusal::Kind::kUnreachable, last,
+      addresses.back().to_string());
+  r.sys_errno = last_errno;
+  return r;
 }
 
 }  // namespace carapace::egress

@@ -39,6 +39,7 @@ struct DialRefusal {
   std::string reason;  // one line
   std::string rule;
   std::string address;  // the address that decided, "" if none
+  int sys_errno = 0;    // kUnreachable: the last connect's errno (a SOCKS5 reply tells them apart)
 };
 
 struct DialOptions {

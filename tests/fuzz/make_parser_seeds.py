@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the hand-made seeds of the parser fuzzers (fuzz_http_request, fuzz_service_requests,
 fuzz_agent_protocol, fuzz_mcp, fuzz_snapshot_state, fuzz_elf_loader, fuzz_cmdline,
-fuzz_egress_rules, fuzz_proxy_request) under
+fuzz_egress_rules, fuzz_proxy_request, fuzz_socks_request) under
 tests/fuzz/corpus/<target>/ (run from anywhere). Each target's input format is described at the
 top of its source file; a few valid inputs and a few edge cases each."""
 import json
@@ -415,6 +415,42 @@ def proxy_seeds():
     }
 
 
+# --- fuzz_socks_request --------------------------------------------------------------------------
+def socks_seeds():
+    greeting = b"\x05\x01\x00"
+
+    def domain(name, port=443, cmd=1):
+        return bytes([5, cmd, 0, 3, len(name)]) + name + struct.pack(">H", port)
+
+    def v4(addr, port=443):
+        return bytes([5, 1, 0, 1]) + bytes(addr) + struct.pack(">H", port)
+
+    v6_doc = bytes([0x20, 0x01, 0x0d, 0xb8] + [0] * 11 + [1])
+    return {
+        "connect_name": greeting + domain(b"a.example.com"),
+        "connect_then_data": greeting + domain(b"files.test", 80) + b"\x16\x03\x01\x00\x05hello",
+        "connect_denied": greeting + domain(b"evil.example.com"),
+        "connect_idna": greeting + domain(b"xn--bcher-kva.example.com"),
+        "connect_numeric": greeting + domain(b"0x7f.0.0.1"),
+        "connect_literal_text": greeting + domain(b"127.0.0.1", 8080),
+        "connect_v4": greeting + v4([203, 0, 113, 7]),
+        "connect_v6": greeting + bytes([5, 1, 0, 4]) + v6_doc + struct.pack(">H", 443),
+        "connect_long_name": greeting + domain(b"a" * 63 + b"." + b"b" * 63 + b"." + b"c" * 63 +
+                                               b"." + b"d" * 49 + b"." + b"example.com"),
+        "greeting_many_methods": bytes([5, 255]) + bytes([2] * 254) + b"\x00" + domain(b"x.test"),
+        "greeting_userpass_only": b"\x05\x01\x02",
+        "greeting_no_methods": b"\x05\x00",
+        "greeting_bad_version": b"\x04\x01\x00",
+        "request_bind": greeting + domain(b"a.example.com", 443, cmd=2),
+        "request_udp": greeting + domain(b"a.example.com", 443, cmd=3),
+        "request_bad_atyp": greeting + b"\x05\x01\x00\x02\x00\x00",
+        "request_rsv": greeting + b"\x05\x01\x01\x01\x7f\x00\x00\x01\x00\x50",
+        "request_empty_name": greeting + b"\x05\x01\x00\x03\x00\x01\xbb",
+        "request_port_zero": greeting + v4([203, 0, 113, 7], 0),
+        "request_truncated": greeting + b"\x05\x01\x00\x03\x0aallo",
+    }
+
+
 if __name__ == "__main__":
     write("fuzz_http_request", http_seeds())
     write("fuzz_service_requests", service_seeds())
@@ -425,3 +461,4 @@ if __name__ == "__main__":
     write("fuzz_cmdline", cmdline_seeds())
     write("fuzz_egress_rules", egress_seeds())
     write("fuzz_proxy_request", proxy_seeds())
+    write("fuzz_socks_request", socks_seeds())

@@ -13,75 +13,17 @@
 #include <thread>
 
 #include "common/http/chunked.h"
+#include "tests/unit/egress/egress_proxy_fixture.h"
 #include "tests/unit/egress/proxy_test_servers.h"
 
 namespace carapace::egress {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::EgressProxyTest;
 using testing::exchange;
+using testing::loopback;
 using testing::LoopbackUpstream;
-
-IpAddress loopback() {
-  return IpAddress::v4(127, 0, 0, 1);
-}
-
-class EgressProxyTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = "/tmp/carapace-egress-test-" + std::to_string(::getpid()) + "-" +
-           std::to_string(counter_++);
-    ::mkdir(dir_.c_str(), 0700);
-    resolver_.add("allowed.test", {{loopback()}});
-    resolver_.add("denied.test", {{loopback()}});
-    resolver_.add("other.test", {{loopback()}});
-  }
-  void TearDown() override {
-    proxy_.reset();
-    ::rmdir(dir_.c_str());
-  }
-
-  // Starts the proxy with `allow`/`deny`; `admit_loopback`: the tests' check (else production).
-  void start(std::vector<std::string> allow, std::vector<std::string> deny = {},
-             bool admit_loopback = true) {
-    auto policy = EgressPolicy::parse(allow, deny);
-    ASSERT_TRUE(policy.ok()) << policy.error().message;
-    EgressProxyOptions o;
-    o.listen_path = dir_ + "/egress.sock";
-    o.sandbox = "sb-test";
-    o.policy = *policy;
-    o.resolve = resolver_.resolver();
-    if (admit_loopback) o.check = testing::loopback_admitting_check();
-    o.connect_timeout = 500ms;
-    o.head_timeout = head_timeout_;
-    o.idle_timeout = 5s;
-    o.max_connections = max_connections_;
-    o.log = [this](const std::string& line) {
-      std::lock_guard lock(log_mu_);
-      log_.push_back(line);
-    };
-    auto p = EgressProxy::start(std::move(o));
-    ASSERT_TRUE(p.ok()) << p.error().describe();
-    proxy_ = std::move(*p);
-  }
-  std::string path() const { return dir_ + "/egress.sock"; }
-  std::string log_text() {
-    std::lock_guard lock(log_mu_);
-    std::string all;
-    for (const auto& l : log_)
-      all += l + "\n";
-    return all;
-  }
-
-  static inline int counter_ = 0;
-  std::string dir_;
-  testing::TableResolver resolver_;
-  std::chrono::milliseconds head_timeout_ = 2s;
-  size_t max_connections_ = 64;
-  std::mutex log_mu_;
-  std::vector<std::string> log_;
-  std::unique_ptr<EgressProxy> proxy_;
-};
 
 std::string connect_line(const std::string& host, uint16_t port) {
   std::string a = host + ":" + std::to_string(port);

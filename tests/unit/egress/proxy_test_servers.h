@@ -176,6 +176,51 @@ inline UniqueFd connect_loopback(uint16_t port) {
   return fd;
 }
 
+// A port on 127.0.0.1 with nothing listening: a connect to it is refused (ECONNREFUSED).
+inline uint16_t closed_loopback_port() {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw std::runtime_error(std::string("closed port: ") + strerror(errno));
+  return ntohs(a.sin_port);  // bound, never listening, closed on return
+}
+
+// A listener on 127.0.0.1 that never accepts, its accept queue (backlog 0: one connection) filled
+// by connections of its own: Linux drops a SYN to a listener whose queue is full, so a connect to
+// it times out, as to a host that drops packets, without leaving loopback.
+class UnansweredPort {
+ public:
+  UnansweredPort() {
+    fd_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::listen(fd_.get(), 0) != 0 ||
+        ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error(std::string("unanswered port: ") + strerror(errno));
+    port_ = ntohs(a.sin_port);
+    for (auto& f : fillers_) {
+      f = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+      (void)::connect(f.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
+    }
+    // The first filler's handshake completes in the background; once it sits in the queue, the
+    // queue is full.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  UniqueFd fd_;
+  UniqueFd fillers_[2];
+  uint16_t port_ = 0;
+};
+
 // Reads until EOF or `timeout`.
 inline std::string read_until_eof(int fd, std::chrono::milliseconds timeout) {
   std::string out;
