@@ -11,6 +11,7 @@ no socket; PUT /sandboxes/{id}/network changes what is reachable while it runs; 
 policy is its sandboxes' default. Needs root (namespaces) and the rootfs (label image)."""
 import json
 import os
+import subprocess
 import sys
 import time
 import unittest
@@ -148,11 +149,14 @@ class SandboxEgressTest(unittest.TestCase):
         self.assertEqual(self.log_decisions(sb.id), [])
 
     def test_the_policy_changes_while_the_sandbox_runs(self):
-        sb = self.sandbox({'allow_hosts': ['allowed.test:8080']})
+        # Through the Python client: created with a policy, changed with set_network.
+        sb = cc.Sandbox.create(template=self.tpl['id'], allow_hosts=['allowed.test:8080'],
+                               client=self.client)
+        self.addCleanup(sb.kill)
+        self.assertEqual(sb.network['allow_hosts'], ['allowed.test:8080'])
         self.assert_ok(self.run_in(sb, CURL + 'http://allowed.test:8080/a'), 'first policy')
-        view = self.client.json('PUT', '/sandboxes/%s/network' % sb.id,
-                                {'allow_hosts': ['other.test:8080']})
-        self.assertEqual(view['network']['allow_hosts'], ['other.test:8080'])
+        sb.set_network(allow_hosts=['other.test:8080'])
+        self.assertEqual(sb.network['allow_hosts'], ['other.test:8080'])
         r = self.run_in(sb, CURL + 'http://allowed.test:8080/b')
         self.assertNotEqual(r.exit_code, 0, r.stdout)
         r = self.run_in(sb, CURL + 'http://other.test:8080/c')
@@ -164,9 +168,12 @@ class SandboxEgressTest(unittest.TestCase):
         r = self.run_in(sb, 'ls -A /run/carapace-egress; ' + CURL + 'http://other.test:8080/d')
         self.assertNotEqual(r.exit_code, 0, r.stdout)
         self.assertNotIn('proxy.sock', r.stdout)
-        view = self.client.json('PUT', '/sandboxes/%s/network' % sb.id,
-                                {'allow_hosts': ['allowed.test']})
-        self.assertEqual(view['network']['internet'], True)
+        # Through `carapace sandbox network`.
+        cli = subprocess.run([os.environ['CARAPACE_EXE'], 'sandbox', 'network', sb.id,
+                              '--allow-host', 'allowed.test'], env=self.daemon.env(),
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        self.assertEqual(json.loads(cli.stdout)['network']['internet'], True)
         self.assert_ok(self.run_in(sb, CURL + 'http://allowed.test:8080/e'), 'on again')
         # Bad input changes nothing and says what is wrong.
         for body, needle in [({'allow_hosts': ['a b']}, 'network.allow_hosts[0]'),
