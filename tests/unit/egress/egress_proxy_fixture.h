@@ -55,6 +55,7 @@ class EgressProxyTest : public ::testing::Test {
     o.idle_timeout = 5s;
     o.max_connections = max_connections_;
     o.max_head_bytes = max_head_bytes_;
+    o.start_closed = start_closed_;
     o.log = [this](const std::string& line) {
       std::lock_guard lock(log_mu_);
       log_.push_back(line);
@@ -78,6 +79,7 @@ class EgressProxyTest : public ::testing::Test {
   std::chrono::milliseconds head_timeout_ = 2s;
   size_t max_connections_ = 64;
   size_t max_head_bytes_ = 16 * 1024;
+  bool start_closed_ = false;
   std::mutex log_mu_;
   std::vector<std::string> log_;
   std::unique_ptr<EgressProxy> proxy_;

@@ -66,6 +66,25 @@ TEST_F(EgressProxyTest, ConnectToAnAllowedNameTunnelsBytesBothWays) {
   EXPECT_NE(log.find("\"sandbox\":\"sb-test\""), std::string::npos) << log;
 }
 
+// Started closed (the program confines itself first): a client waits in the backlog, unread,
+// until the proxy is opened, then is served as usual.
+TEST_F(EgressProxyTest, AProxyStartedClosedReadsNothingUntilOpened) {
+  start_closed_ = true;
+  start({"allowed.test"});
+  UniqueFd c = testing::connect_proxy(path());
+  ASSERT_TRUE(c.valid());
+  const std::string req = connect_line("denied.test", 1);
+  ::send(c.get(), req.data(), req.size(), MSG_NOSIGNAL);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(proxy_->stats().connections, 0u);
+  char buf[64];
+  EXPECT_EQ(::recv(c.get(), buf, sizeof buf, MSG_DONTWAIT), -1);  // no answer yet
+  proxy_->open_for_clients();
+  const std::string answer = testing::read_until_eof(c.get(), 5s);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 403", 0), 0u) << answer;
+  EXPECT_EQ(proxy_->stats().connections, 1u);
+}
+
 TEST_F(EgressProxyTest, PlainHttpIsSentOnInOriginFormWithOneRequestPerConnection) {
   LoopbackUpstream web(LoopbackUpstream::Mode::kHttp);
   start({"allowed.test"});
