@@ -12,40 +12,14 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 CARAPACE = os.environ['CARAPACE_EXE']  # the carapace binary under test
-NS = 'cpx%d' % os.getpid()
-HOST_IP, NS_IP = '203.0.113.1', '203.0.113.2'
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
-# Runs inside the namespace: HTTP on :8080 (answers "path=<path> host=<Host>") and echo on :7007.
-UPSTREAM = r'''
-import http.server, socketserver, threading, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = ("path=%s host=%s" % (self.path, self.headers.get("Host"))).encode()
-        self.send_response(200); self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close"); self.end_headers(); self.wfile.write(body)
-    def log_message(self, *a): pass
-class E(socketserver.BaseRequestHandler):
-    def handle(self):
-        while True:
-            d = self.request.recv(65536)
-            if not d: return
-            self.request.sendall(d)
-socketserver.ThreadingTCPServer.allow_reuse_address = True
-h = http.server.ThreadingHTTPServer((sys.argv[1], 8080), H)
-e = socketserver.ThreadingTCPServer((sys.argv[1], 7007), E)
-threading.Thread(target=e.serve_forever, daemon=True).start()
-print("ready", flush=True)
-h.serve_forever()
-'''
-
-
-def sh(*args, check=True):
-    return subprocess.run(args, check=check, capture_output=True, text=True)
+from egress_upstreams import HOST_IP, NS_IP, Upstreams  # noqa: E402
 
 
 def ask(path, request, timeout=10):
@@ -90,32 +64,15 @@ class EgressProxyCliTest(unittest.TestCase):
     def setUpClass(cls):
         if os.geteuid() != 0:
             raise RuntimeError('needs root: network and mount namespaces')
-        cls.tmp = tempfile.mkdtemp(prefix='carapace-egress-cli-')
-        sh('ip', 'netns', 'add', NS)
-        sh('ip', 'link', 'add', NS + 'h', 'type', 'veth', 'peer', 'name', NS + 'n')
-        sh('ip', 'link', 'set', NS + 'n', 'netns', NS)
-        sh('ip', 'addr', 'add', HOST_IP + '/24', 'dev', NS + 'h')
-        sh('ip', 'link', 'set', NS + 'h', 'up')
-        sh('ip', 'netns', 'exec', NS, 'ip', 'addr', 'add', NS_IP + '/24', 'dev', NS + 'n')
-        sh('ip', 'netns', 'exec', NS, 'ip', 'link', 'set', NS + 'n', 'up')
-        sh('ip', 'netns', 'exec', NS, 'ip', 'link', 'set', 'lo', 'up')
-        cls.upstream = subprocess.Popen(['ip', 'netns', 'exec', NS, sys.executable, '-c', UPSTREAM,
-                                         NS_IP], stdout=subprocess.PIPE, text=True)
-        if cls.upstream.stdout.readline().strip() != 'ready':
-            raise RuntimeError('the upstream servers in the namespace did not start')
-        cls.hosts = os.path.join(cls.tmp, 'hosts')
-        with open(cls.hosts, 'w') as f:
-            f.write('%s allowed.test denied.test other.test\n127.0.0.1 sneaky.test\n'
-                    '169.254.169.254 meta.test\n%s self.test\n' % (NS_IP, HOST_IP))
+        # The upstreams (HTTP on :8080, echo on :7007) and a hosts file that also names this
+        # host's own end of the veth.
+        cls.upstreams = Upstreams('cpx', extra_hosts='%s self.test\n' % HOST_IP).start()
+        cls.tmp = cls.upstreams.tmp
+        cls.hosts = cls.upstreams.hosts
 
     @classmethod
     def tearDownClass(cls):
-        cls.upstream.kill()
-        cls.upstream.wait()
-        cls.upstream.stdout.close()
-        sh('ip', 'link', 'del', NS + 'h', check=False)
-        sh('ip', 'netns', 'del', NS, check=False)
-        subprocess.run(['rm', '-rf', cls.tmp])
+        cls.upstreams.stop()
 
     def start(self, *flags, confined=True):
         self.sock = os.path.join(self.tmp, 'egress-%d.sock' % time.monotonic_ns())

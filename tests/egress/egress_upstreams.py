@@ -3,7 +3,8 @@
 package index under /simple/ with one wheel, else "path=<path> host=<Host>") and an echo server
 on :7007, and a hosts file naming them. `daemon_prefix()` runs a daemon in a mount namespace of
 its own with that file over /etc/hosts, so the proxies it starts resolve the test's names with
-the production resolver and address checks while the rest of the host sees nothing."""
+the production resolver and address checks while the rest of the host sees nothing.
+`egress_proxy_pids()` finds the proxies a daemon started."""
 import io
 import os
 import subprocess
@@ -76,8 +77,9 @@ def make_wheel(path):
 
 
 class Upstreams:
-    def __init__(self, tag):
+    def __init__(self, tag, extra_hosts=''):
         self.ns = '%s%d' % (tag, os.getpid())
+        self.extra_hosts = extra_hosts  # more hosts-file lines, e.g. a name for HOST_IP
         self.tmp = tempfile.mkdtemp(prefix='carapace-egress-upstreams-')
         self.hosts = os.path.join(self.tmp, 'hosts')
         self.server = None
@@ -99,7 +101,7 @@ class Upstreams:
         if self.server.stdout.readline().strip() != 'ready':
             raise RuntimeError('the upstream servers in the namespace did not start')
         with open(self.hosts, 'w') as f:
-            f.write(HOSTS)
+            f.write(HOSTS + self.extra_hosts)
         return self
 
     def daemon_prefix(self):
@@ -115,3 +117,19 @@ class Upstreams:
         _sh('ip', 'link', 'del', self.ns + 'h', check=False)
         _sh('ip', 'netns', 'del', self.ns, check=False)
         subprocess.run(['rm', '-rf', self.tmp])
+
+
+def egress_proxy_pids(state):
+    """The `carapace egress-proxy` processes whose command line names the daemon state `state`."""
+    found = []
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                argv = f.read().split(b'\0')
+        except OSError:
+            continue
+        if b'egress-proxy' in argv and any(state.encode() in a for a in argv):
+            found.append(int(pid))
+    return found

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(HERE, '..', 'service'))
 
 import daemon_harness  # noqa: E402
 from daemon_harness import cc  # noqa: E402
-from egress_upstreams import NS_IP, Upstreams  # noqa: E402
+from egress_upstreams import NS_IP, Upstreams, egress_proxy_pids  # noqa: E402
 
 CURL = 'curl -sS --fail --max-time 20 '
 
@@ -231,22 +231,6 @@ class SandboxEgressTest(unittest.TestCase):
         self.assert_ok(self.run_in(again, CURL + 'http://other.test:8080/'), 'after the restart')
         r = self.run_in(again, CURL + 'http://allowed.test:8080/')
         self.assertNotEqual(r.exit_code, 0, r.stdout)
-
-
-def egress_proxy_pids(state):
-    """The `carapace egress-proxy` processes whose control socket is under `state`."""
-    found = []
-    for pid in os.listdir('/proc'):
-        if not pid.isdigit():
-            continue
-        try:
-            with open('/proc/%s/cmdline' % pid, 'rb') as f:
-                argv = f.read().split(b'\0')
-        except OSError:
-            continue
-        if b'egress-proxy' in argv and any(state.encode() in a for a in argv):
-            found.append(int(pid))
-    return found
 
 
 if __name__ == '__main__':

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "service"))
 sys.path.insert(0, os.path.join(REPO, "tests", "egress"))
 
 from daemon_harness import TIMEOUT_SCALE, Daemon, cc  # noqa: E402
-from egress_upstreams import NS_IP, Upstreams  # noqa: E402
+from egress_upstreams import NS_IP, Upstreams, egress_proxy_pids  # noqa: E402
 
 EXEC_S = 30 * TIMEOUT_SCALE
 CURL = "curl -sS --fail --max-time %d " % int(20 * TIMEOUT_SCALE)
@@ -57,21 +57,6 @@ open("/tmp/result", "w").write(result)
 
 def say(msg):
     print(f"daemon_egress_test: {msg}", flush=True)
-
-
-def egress_processes(state):
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if b"egress-proxy" in argv and any(state.encode() in a for a in argv):
-            found.append(int(pid))
-    return found
 
 
 class DaemonEgress(unittest.TestCase):
@@ -186,14 +171,14 @@ class DaemonEgress(unittest.TestCase):
         self.assertEqual(r.stdout.strip(), "0")
         say("live change, pooled sandbox and no-policy sandbox as expected")
 
-        live = egress_processes(daemon.state)
+        live = egress_proxy_pids(daemon.state)
         self.assertEqual(len(live), 4, live)  # parent, two children, pooled: not `none`
         for sb in (parent, other, same, pooled, none):
             sb.kill()
         deadline = time.monotonic() + 30
-        while egress_processes(daemon.state) and time.monotonic() < deadline:
+        while egress_proxy_pids(daemon.state) and time.monotonic() < deadline:
             time.sleep(0.1)
-        self.assertEqual(egress_processes(daemon.state), [])
+        self.assertEqual(egress_proxy_pids(daemon.state), [])
         self.assertEqual(os.listdir(os.path.join(daemon.state, "egress")), [])
 
 
