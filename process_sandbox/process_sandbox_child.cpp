@@ -182,6 +182,13 @@ Status loopback_up() {
   if (::ioctl(s.get(), SIOCGIFFLAGS, &ifr) != 0) return sys_error("SIOCGIFFLAGS lo");
   ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
   if (::ioctl(s.get(), SIOCSIFFLAGS, &ifr) != 0) return sys_error("SIOCSIFFLAGS lo");
+  // Every port of this namespace's loopback is the sandbox's own (nothing else listens in it), so
+  // its unprivileged uid may bind the low ones too: the agent's stub resolver on 53 and its
+  // transparent-egress captures on 80 and 443 (guest/agent/egress_forwarder.h). A per-namespace
+  // setting (net.ipv4.ip_unprivileged_port_start): the host's own ports are not touched.
+  UniqueFd knob(::open("/proc/sys/net/ipv4/ip_unprivileged_port_start", O_WRONLY | O_CLOEXEC));
+  if (!knob.valid() || ::write(knob.get(), "0\n", 2) != 2)
+    return sys_error("net.ipv4.ip_unprivileged_port_start");
   return ok_status();
 }
 

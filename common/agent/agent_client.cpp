@@ -374,8 +374,14 @@ Result<std::vector<std::string>> AgentClient::post_restore(const AgentPostRestor
   return out;
 }
 
-Result<std::string> AgentClient::set_egress(const std::string& upstream, uint16_t listen_port) {
+Result<std::string> AgentClient::set_egress(const std::string& upstream, uint16_t listen_port,
+                                            const std::vector<uint16_t>& transparent_ports,
+                                            uint16_t dns_port) {
   json r{{"op", "egress"}, {"listen_port", listen_port}};
+  if (!transparent_ports.empty()) {
+    r["transparent_ports"] = transparent_ports;
+    r["dns_port"] = dns_port;
+  }
   r["upstream"] = upstream.empty() ? json(nullptr) : json(upstream);
   json reply = TRY(call(std::move(r)));
   auto proxy = reply.find("proxy");

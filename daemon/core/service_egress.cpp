@@ -38,8 +38,16 @@ Status SandboxService::apply_network(SandboxEntry& s, const NetworkSpec& network
     s.proxy_url.clear();
     return ok_status();
   }
+  const std::vector<uint16_t> ports = egress::transparent_ports(network.policy);
   if (s.egress && s.egress->alive()) {
     TRY_STATUS(s.egress->set_policy(network.policy));
+    if (ports != egress::transparent_ports(s.network.policy)) {
+      // New captured ports: the agent's forwarder restarts on them (its tunnels are cut; the
+      // stand-in addresses stay).
+      auto client = TRY(s.instance->agent().connect());
+      client.set_io_timeout_ms(5000);
+      TRY(client.set_egress(s.egress->spec().placement.agent_upstream, kProxyPort, ports));
+    }
     s.network = network;
     return ok_status();
   }
@@ -57,7 +65,7 @@ Status SandboxService::apply_network(SandboxEntry& s, const NetworkSpec& network
   auto sidecar = TRY(EgressSidecar::start(std::move(spec)));
   auto client = TRY(s.instance->agent().connect());
   client.set_io_timeout_ms(5000);
-  std::string url = TRY(client.set_egress(place.agent_upstream, kProxyPort));
+  std::string url = TRY(client.set_egress(place.agent_upstream, kProxyPort, ports));
   s.egress = std::move(sidecar);
   s.proxy_url = std::move(url);
   s.network = network;

@@ -1,5 +1,7 @@
 #include "egress/policy/egress_policy.h"
 
+#include <algorithm>
+
 #include "egress/policy/address_class.h"
 #include "egress/policy/host_name.h"
 #include "egress/policy/quote.h"
@@ -164,6 +166,16 @@ Decision check_address(const EgressPolicy& policy, const Destination& dest,
     default:
       return Decision{false, prefix + what, ""};
   }
+}
+
+std::vector<uint16_t> transparent_ports(const EgressPolicy& policy) {
+  std::vector<uint16_t> ports{80, 443};
+  for (const HostRule& r : policy.allow) {
+    if (r.kind == HostRule::Kind::kNetwork || !r.port) continue;
+    if (ports.size() >= kMaxTransparentPorts) break;
+    if (std::find(ports.begin(), ports.end(), *r.port) == ports.end()) ports.push_back(*r.port);
+  }
+  return ports;
 }
 
 }  // namespace carapace::egress

@@ -44,6 +44,12 @@ struct EgressPolicy {
   std::vector<std::string> deny_texts() const;
 };
 
+// The ports a sandbox's transparent mode captures on its stand-in addresses (egress/README.md):
+// 80 and 443, then each port a name, wildcard or "*" allow rule names, in rule order, distinct,
+// at most kMaxTransparentPorts in all (further ones only through the proxy variables).
+inline constexpr size_t kMaxTransparentPorts = 16;
+std::vector<uint16_t> transparent_ports(const EgressPolicy& policy);
+
 struct Decision {
   bool allowed = false;
   std::string reason;  // one short line: "allowed by 'pypi.org:443'", "no allow rule matches"

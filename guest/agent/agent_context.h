@@ -48,6 +48,9 @@ struct AgentContext {
   // started meanwhile get proxy_env() for its port.
   std::mutex egress_mu;
   std::unique_ptr<EgressForwarder> egress;
+  // The transparent mode's stand-ins, kept across forwarders (and into fork children, which are
+  // copies of this process) so that an address a program resolved keeps its name.
+  std::shared_ptr<FakeAddressTable> stand_ins = std::make_shared<FakeAddressTable>();
 };
 
 }  // namespace carapace::agent

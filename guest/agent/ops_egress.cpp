@@ -1,19 +1,58 @@
 // egress: the host turns the forwarder to its egress proxy on, moves it, or turns it off.
+#include <algorithm>
+
 #include "common/agent/errors.h"
 #include "guest/agent/egress_forwarder.h"
 #include "guest/agent/ops.h"
 
 namespace carapace::agent {
+namespace {
 
-// {"upstream": "unix:PATH" | "vsock:PORT" | null, "listen_port": N (default 3128, 0: any)}.
-// A new upstream replaces the old forwarder (its connections are cut); null stops it. The reply
-// names the proxy URL execs now get, or null.
+// "transparent_ports": [N, ...] -- 1..65535 each, distinct, at most TransparentEgress::kMaxPorts.
+Result<std::vector<uint16_t>> parse_transparent_ports(const json& body) {
+  auto it = body.find("transparent_ports");
+  std::vector<uint16_t> ports;
+  if (it == body.end() || it->is_null()) return ports;
+  const char* what = "\"transparent_ports\" must be a list of distinct ports 1-65535, at most 16";
+  if (!it->is_array() || it->size() > TransparentEgress::kMaxPorts)
+    return protocol_error(code::kBadRequest, what);
+  for (const json& p : *it) {
+    if (!p.is_number_unsigned() || p.get<uint64_t>() == 0 || p.get<uint64_t>() > 65535)
+      return protocol_error(code::kBadRequest, what);
+    const auto port = static_cast<uint16_t>(p.get<uint64_t>());
+    if (std::find(ports.begin(), ports.end(), port) != ports.end())
+      return protocol_error(code::kBadRequest, what);
+    ports.push_back(port);
+  }
+  return ports;
+}
+
+json egress_reply(const EgressForwarder& f) {
+  json reply{{"ok", true},
+             {"proxy", "http://127.0.0.1:" + std::to_string(f.port())},
+             {"listen_port", f.port()},
+             {"transparent_ports", f.transparent_ports()}};
+  if (!f.transparent_ports().empty()) reply["dns_port"] = f.dns_port();
+  return reply;
+}
+
+}  // namespace
+
+// {"upstream": "unix:PATH" | "vsock:PORT" | null, "listen_port": N (default 3128, 0: any),
+//  "transparent_ports": [N, ...] (default none: no transparent mode),
+//  "dns_port": N (default 53, 0: any)}.
+// A new upstream or new ports replace the old forwarder (its connections are cut); the same
+// settings again leave it running; null stops it. The reply names the proxy URL execs now get,
+// or null.
 Status op_egress(AgentContext& ctx, ConnectionState&, const Request& req) {
   auto it = req.body.find("upstream");
   if (it == req.body.end() || !(it->is_null() || it->is_string()))
     return protocol_error(code::kBadRequest,
                           "\"upstream\" must be \"unix:PATH\", \"vsock:PORT\" or null");
   const auto port = static_cast<uint16_t>(TRY(opt_u64(req.body, "listen_port", 3128, 65535)));
+  TransparentEgress transparent;
+  transparent.ports = TRY(parse_transparent_ports(req.body));
+  transparent.dns_port = static_cast<uint16_t>(TRY(opt_u64(req.body, "dns_port", 53, 65535)));
   std::lock_guard lock(ctx.egress_mu);
   if (it->is_null()) {
     ctx.egress.reset();
@@ -23,12 +62,16 @@ Status op_egress(AgentContext& ctx, ConnectionState&, const Request& req) {
   TRY_STATUS(check_no_nul(text, "upstream"));
   auto upstream = parse_forwarder_upstream(text);
   if (!upstream.ok()) return protocol_error(code::kBadRequest, upstream.error().message);
-  ctx.egress.reset();  // frees the port for a forwarder on the same one
-  auto started = EgressForwarder::start(port, std::move(*upstream));
+  if (ctx.egress && ctx.egress->upstream().text == text && port != 0 &&
+      ctx.egress->port() == port && ctx.egress->transparent_ports() == transparent.ports &&
+      (transparent.ports.empty() || ctx.egress->dns_port() == transparent.dns_port))
+    return req.out.send(egress_reply(*ctx.egress));
+  ctx.egress.reset();  // frees the ports for a forwarder on the same ones
+  transparent.names = ctx.stand_ins;
+  auto started = EgressForwarder::start(port, std::move(*upstream), std::move(transparent));
   if (!started.ok()) return protocol_error(code::kIoError, started.error().describe());
   ctx.egress = std::move(*started);
-  const std::string url = "http://127.0.0.1:" + std::to_string(ctx.egress->port());
-  return req.out.send({{"ok", true}, {"proxy", url}, {"listen_port", ctx.egress->port()}});
+  return req.out.send(egress_reply(*ctx.egress));
 }
 
 }  // namespace carapace::agent

@@ -2,6 +2,7 @@
 // variables every exec then gets; bad upstreams refused; and the whole chain -- Python's urllib
 // in an exec, the forwarder, carapace's egress proxy, a loopback upstream -- with the proxy's
 // decisions holding (an unlisted name is 403 to the tool in the sandbox).
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -159,6 +160,142 @@ TEST_F(AgentEgressTest, ToolsInTheSandboxGoThroughTheRealProxy) {
   auto reqs = web.requests();
   ASSERT_EQ(reqs.size(), 1u);
   EXPECT_EQ(reqs[0].rfind("GET /pkg HTTP/1.1\r\n", 0), 0u) << reqs[0];
+}
+
+// Transparent mode, for programs that ignore the proxy variables: the stub resolver answers a
+// name with a stand-in address, a connection to it on a captured port becomes CONNECT name:port
+// at the real proxy, whose policy decides as for any other request (docs/security.md #44-45).
+// A plain TCP client stands for such a program: it resolves through the stub itself.
+class TransparentEgressTest : public AgentEgressTest {
+ protected:
+  void SetUp() override {
+    AgentEgressTest::SetUp();
+    resolver_.add("allowed.test", {{egress::IpAddress::v4(127, 0, 0, 1)}});
+    resolver_.add("other.test", {{egress::IpAddress::v4(127, 0, 0, 1)}});
+    egress::EgressProxyOptions o;
+    o.listen_path = agent_.dir() + "/egress.sock";
+    o.policy = *egress::EgressPolicy::parse({"allowed.test"}, {});
+    o.resolve = resolver_.resolver();
+    o.check = egress::testing::loopback_admitting_check();
+    o.log = [](const std::string&) {};
+    auto proxy = egress::EgressProxy::start(std::move(o));
+    ASSERT_TRUE(proxy.ok()) << proxy.error().describe();
+    proxy_ = std::move(*proxy);
+    AgentClient c = agent_.connect();
+    auto reply = c.send_request({{"op", "egress"},
+                                 {"upstream", "unix:" + agent_.dir() + "/egress.sock"},
+                                 {"listen_port", 0},
+                                 {"transparent_ports", {web_.port()}},
+                                 {"dns_port", 0}});
+    ASSERT_TRUE(reply.ok());
+    auto text = c.read_frame_text();
+    ASSERT_TRUE(text.ok());
+    auto j = nlohmann::json::parse(*text);
+    ASSERT_TRUE(j.value("ok", false)) << *text;
+    dns_port_ = j.at("dns_port").get<uint16_t>();
+    EXPECT_EQ(j.at("transparent_ports"), nlohmann::json::array({web_.port()}));
+  }
+
+  // The stub's reply to a query for `name` of `qtype`.
+  std::vector<uint8_t> ask(const std::string& name, uint16_t qtype = 1) {
+    std::vector<uint8_t> q{0xab, 0xcd, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+    size_t start = 0;
+    while (start < name.size()) {
+      size_t dot = std::min(name.find('.', start), name.size());
+      q.push_back(static_cast<uint8_t>(dot - start));
+      q.insert(q.end(), name.begin() + static_cast<ptrdiff_t>(start),
+               name.begin() + static_cast<ptrdiff_t>(dot));
+      start = dot + 1;
+    }
+    q.insert(q.end(), {0, static_cast<uint8_t>(qtype >> 8), static_cast<uint8_t>(qtype), 0, 1});
+    UniqueFd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    timeval tv{5, 0};
+    ::setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(dns_port_);
+    ::sendto(s.get(), q.data(), q.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    std::vector<uint8_t> reply(600);
+    const ssize_t n = ::recv(s.get(), reply.data(), reply.size(), 0);
+    reply.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    return reply;
+  }
+
+  // The A record's address in a reply with one answer, 0 if none.
+  static uint32_t answer(const std::vector<uint8_t>& r) {
+    if (r.size() < 16 || r[7] != 1) return 0;
+    const auto* p = r.data() + r.size() - 4;
+    return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+  }
+
+  // A GET to address:web port, and whatever comes back before EOF or a reset.
+  std::string get(uint32_t address, const std::string& host) {
+    UniqueFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(address);
+    a.sin_port = htons(web_.port());
+    if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+      return "connect: " + std::string(strerror(errno));
+    const std::string req = "GET /t HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n";
+    ::send(s.get(), req.data(), req.size(), MSG_NOSIGNAL);
+    return egress::testing::read_until_eof(s.get(), 10s);
+  }
+
+  egress::testing::LoopbackUpstream web_{egress::testing::LoopbackUpstream::Mode::kHttp};
+  egress::testing::TableResolver resolver_;
+  std::unique_ptr<egress::EgressProxy> proxy_;
+  uint16_t dns_port_ = 0;
+};
+
+TEST_F(TransparentEgressTest, AnAllowedNameResolvesToAStandInThatReachesItThroughTheProxy) {
+  const uint32_t a = answer(ask("Allowed.Test"));
+  ASSERT_EQ(a >> 23, 0x7f800001u >> 23) << std::hex << a;  // in 127.128.0.0/9
+  EXPECT_EQ(answer(ask("allowed.test")), a);               // stable
+  const std::string got = get(a, "allowed.test");
+  EXPECT_NE(got.find("hello"), std::string::npos) << got;
+  auto reqs = web_.requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].rfind("GET /t HTTP/1.1\r\n", 0), 0u) << reqs[0];
+}
+
+TEST_F(TransparentEgressTest, ADeniedNameResolvesButItsConnectionIsCutWithNothingSent) {
+  const uint32_t a = answer(ask("other.test"));
+  ASSERT_NE(a, 0u);
+  const std::string got = get(a, "other.test");
+  EXPECT_EQ(got.find("hello"), std::string::npos) << got;
+  EXPECT_TRUE(web_.requests().empty());
+  // The allowed one still works afterwards.
+  EXPECT_NE(get(answer(ask("allowed.test")), "allowed.test").find("hello"), std::string::npos);
+}
+
+TEST_F(TransparentEgressTest, TheStubAnswersAAAAWithNoDataAndNonHostNamesWithNxDomain) {
+  auto six = ask("allowed.test", 28);
+  ASSERT_GE(six.size(), 12u);
+  EXPECT_EQ(six[3] & 0x0f, 0);  // NOERROR
+  EXPECT_EQ(six[7], 0);         // no answer
+  auto literal = ask("127.0.0.1");
+  ASSERT_GE(literal.size(), 12u);
+  EXPECT_EQ(literal[3] & 0x0f, 3);  // NXDOMAIN
+  auto local = ask("localhost");
+  ASSERT_GE(local.size(), 12u);
+  EXPECT_EQ(local[3] & 0x0f, 3);
+}
+
+TEST_F(TransparentEgressTest, BadPortsChangeNothingAndNewPortsKeepTheStandIns) {
+  const uint32_t a = answer(ask("allowed.test"));
+  const std::string up = "unix:" + agent_.dir() + "/egress.sock";
+  for (std::vector<uint16_t> bad :
+       {std::vector<uint16_t>{0}, {web_.port(), web_.port()}, std::vector<uint16_t>(17, 1)}) {
+    EXPECT_FALSE(agent_.connect().set_egress(up, 0, bad, 0).ok());
+    EXPECT_NE(get(a, "allowed.test").find("hello"), std::string::npos) << "after a bad request";
+  }
+  // A new forwarder on other ports: the stand-in keeps its name and is captured again.
+  const auto other = static_cast<uint16_t>(web_.port() == 65535 ? 1024 : web_.port() + 1);
+  auto moved = agent_.connect().set_egress(up, 0, {other, web_.port()}, 0);
+  ASSERT_TRUE(moved.ok()) << moved.error().describe();
+  EXPECT_NE(get(a, "allowed.test").find("hello"), std::string::npos) << "after new ports";
 }
 
 }  // namespace

@@ -140,8 +140,14 @@ class EgressProxyCliTest(unittest.TestCase):
         meta = [l for l in lines if l.get('host') == 'meta.test'][0]
         self.assertEqual(meta['address'], '169.254.169.254')
         self.assertEqual(meta['sandbox'], 'sb1')
-        status, stats = control(self.ctl, 'GET', '/stats')
-        self.assertEqual(status, 200)
+        # A tunnel's bytes are counted by its relay thread, which ends a moment after the close.
+        deadline = time.monotonic() + 10
+        while True:
+            status, stats = control(self.ctl, 'GET', '/stats')
+            self.assertEqual(status, 200)
+            if stats['bytes_down'] >= 100000 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         self.assertEqual(stats['allowed'], 2)
         self.assertEqual(stats['denied']['rule'], 3)     # denied.test, example.org, the literal
         self.assertEqual(stats['denied']['address'], 3)  # sneaky, meta, self

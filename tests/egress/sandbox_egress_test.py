@@ -6,8 +6,9 @@ is needed); names come from a hosts file bind-mounted over /etc/hosts in the dae
 namespace, so the proxies it starts resolve them with the production resolver and address checks.
 Inside a sandbox allowed `allowed.test`, curl, Python's urllib and `pip download` from a simple
 index work unchanged (the agent's forwarder and proxy variables); a denied or unlisted name is
-refused with the reason; `curl --noproxy '*'` has no route at all; a sandbox without a policy has
-no socket; PUT /sandboxes/{id}/network changes what is reachable while it runs; a template's
+refused with the reason; programs that ignore the proxy variables (`curl --noproxy '*'`, a raw
+socket) reach allowed names through the transparent mode's stub resolver and stand-in addresses,
+while an address literal has no route at all; a sandbox without a policy has no socket; PUT /sandboxes/{id}/network changes what is reachable while it runs; a template's
 policy is its sandboxes' default. Needs root (namespaces) and the rootfs (label image)."""
 import json
 import os
@@ -137,6 +138,39 @@ class SandboxEgressTest(unittest.TestCase):
         denied = [l for l in metrics.splitlines() if l.startswith(
             'carapace_egress_denied_total{sandbox="%s",reason="address"}' % sb.id)]
         self.assertTrue(denied and int(denied[0].split()[-1]) == 2, denied)
+
+    def test_programs_that_ignore_the_proxy_variables_go_through_the_transparent_mode(self):
+        sb = self.sandbox({'allow_hosts': ['allowed.test:8080']})
+        # The stub resolver answers with a stand-in in 127.128.0.0/9, the same one each time.
+        r = self.run_in(sb, 'getent ahostsv4 allowed.test | head -1; getent hosts allowed.test')
+        self.assert_ok(r, 'getent')
+        first = r.stdout.split()[0]
+        octets = [int(x) for x in first.split('.')]
+        self.assertTrue(octets[0] == 127 and octets[1] >= 128, r.stdout)
+        self.assertEqual(r.stdout.splitlines()[1].split()[0], first, r.stdout)
+        r = self.run_in(sb, "curl -sS --fail --max-time 20 --noproxy '*' "
+                            'http://allowed.test:8080/t')
+        self.assert_ok(r, 'curl --noproxy through the stand-in')
+        self.assertEqual(r.stdout, 'path=/t host=allowed.test:8080')
+        # A program with no proxy support at all: a raw socket to the name.
+        raw = ('import socket\n'
+               's = socket.create_connection(("allowed.test", 8080), 20)\n'
+               's.sendall(b"GET /raw HTTP/1.0\\r\\nHost: allowed.test:8080\\r\\n\\r\\n")\n'
+               'print(s.makefile("rb").read().decode())\n')
+        r = self.run_in(sb, ['python3', '-c', raw])
+        self.assert_ok(r, 'raw socket')
+        self.assertIn('path=/raw host=allowed.test:8080', r.stdout)
+        # The policy still decides: an unlisted name gets a stand-in, but its connection is cut
+        # with nothing sent, and the proxy logs the denial.
+        r = self.run_in(sb, "curl -sS --max-time 20 --noproxy '*' http://other.test:8080/")
+        self.assertNotEqual(r.exit_code, 0, r.stdout)
+        self.assertNotIn('path=', r.stdout)
+        denied = [d for d in self.log_decisions(sb.id)
+                  if d.get('host') == 'other.test' and d.get('decision') == 'deny']
+        self.assertTrue(denied, self.log_decisions(sb.id))
+        # An address, unlike a name, has no stand-in: still no route.
+        r = self.run_in(sb, "curl -sS --max-time 10 --noproxy '*' http://%s:8080/" % NS_IP)
+        self.assertNotEqual(r.exit_code, 0, r.stdout)
 
     def test_a_sandbox_without_a_policy_has_no_socket_and_no_way_out(self):
         sb = self.sandbox()

@@ -118,7 +118,13 @@ class DaemonEgress(unittest.TestCase):
         r = parent.exec(f"curl -sS --max-time 10 --noproxy '*' http://{NS_IP}:8080/",
                         timeout=EXEC_S)
         self.assertNotEqual(r.exit_code, 0, r.stdout)
-        say("parent: allowed, refused and no route as expected")
+        # Transparent mode: the name, with the proxy variables ignored, through the agent's stub
+        # resolver and a stand-in address.
+        r = self.run_ok(parent, "getent hosts allowed.test && curl -sS --fail --max-time 20 "
+                                "--noproxy '*' http://allowed.test:8080/t", "transparent mode")
+        self.assertTrue(r.stdout.startswith("127.128."), r.stdout)
+        self.assertIn("path=/t host=allowed.test:8080", r.stdout)
+        say("parent: allowed, refused, transparent and no route as expected")
 
         # An open tunnel in the parent, then fork: one child with its own allowlist, one with
         # the parent's.

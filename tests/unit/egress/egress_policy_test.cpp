@@ -91,6 +91,24 @@ TEST(EgressPolicyTest, AtMostMaxRulesPerList) {
   EXPECT_EQ(d.error().message, "deny_hosts has 257 rules; at most 256 are allowed");
 }
 
+TEST(EgressPolicyTest, TransparentPortsAre80And443ThenTheNamedRulesPorts) {
+  auto p = EgressPolicy::parse(
+      {"a.test:8080", "*.b.test:443", "c.test", "10.0.0.0/8:5432", "*:9000", "d.test:8080"},
+      {"e.test:7000"});
+  ASSERT_TRUE(p.ok()) << p.error().describe();
+  // Network rules are for literals and addresses, never captured; deny rules open nothing.
+  EXPECT_EQ(transparent_ports(*p), (std::vector<uint16_t>{80, 443, 8080, 9000}));
+  std::vector<std::string> many;
+  for (int i = 0; i < 40; ++i)
+    many.push_back("h" + std::to_string(i) + ".test:" + std::to_string(10000 + i));
+  auto big = EgressPolicy::parse(many, {});
+  ASSERT_TRUE(big.ok());
+  auto ports = transparent_ports(*big);
+  ASSERT_EQ(ports.size(), kMaxTransparentPorts);
+  EXPECT_EQ(ports[2], 10000);
+  EXPECT_EQ(ports.back(), 10000 + kMaxTransparentPorts - 3);
+}
+
 TEST(DecideTest, NameRules) {
   EgressPolicy p = policy({"pypi.org:443", "*.pythonhosted.org", "files.example"}, {});
   Decision d = decide(p, dest("pypi.org", 443));
