@@ -30,14 +30,6 @@ bool name_matches(const HostRule& rule, const std::string& host) {
   return false;
 }
 
-// What the name stage matches: names against name rules, literals against network rules.
-bool rule_matches(const HostRule& rule, const Destination& dest) {
-  if (!port_matches(rule, dest.port)) return false;
-  if (dest.literal)
-    return rule.kind == HostRule::Kind::kNetwork && rule.network.contains(*dest.literal);
-  return name_matches(rule, dest.host);
-}
-
 // A deny network rule also catches the IPv4 address an IPv6 one carries (NAT64, 6to4): denying
 // 203.0.113.0/24 must not be undone by writing it as 64:ff9b::cb00:7107.
 bool deny_network_contains(const HostRule& rule, const IpAddress& a) {
@@ -97,6 +89,13 @@ std::vector<std::string> texts_of(const std::vector<HostRule>& rules) {
 }
 
 }  // namespace
+
+bool rule_matches(const HostRule& rule, const Destination& dest) {
+  if (!port_matches(rule, dest.port)) return false;
+  if (dest.literal)
+    return rule.kind == HostRule::Kind::kNetwork && rule.network.contains(*dest.literal);
+  return name_matches(rule, dest.host);
+}
 
 Result<Destination> parse_destination(std::string_view host, uint16_t port) {
   if (port == 0) return as_invalid_input(make_error("destination port 0 is not a port"));

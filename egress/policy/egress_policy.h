@@ -56,6 +56,11 @@ struct Decision {
   std::string rule;    // the text of the rule that decided, "" if none
 };
 
+// What the name stage matches: names against name, wildcard and "*" rules, literals against
+// network rules, and a rule with a port only that port. Also what says which hosts a credential
+// (egress/credentials) is for.
+bool rule_matches(const HostRule& rule, const Destination& dest);
+
 // The name stage. Deny wins: any matching deny rule denies. A name is allowed only by a matching
 // name, wildcard or "*" allow rule (network rules never match names); a literal only by a network
 // allow rule containing it (name rules never match literals), and it is denied by any network

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the hand-made seeds of the parser fuzzers (fuzz_http_request, fuzz_service_requests,
 fuzz_agent_protocol, fuzz_mcp, fuzz_snapshot_state, fuzz_elf_loader, fuzz_cmdline,
-fuzz_egress_rules, fuzz_proxy_request, fuzz_socks_request) under
+fuzz_egress_rules, fuzz_proxy_request, fuzz_socks_request, fuzz_credential_rewrite) under
 tests/fuzz/corpus/<target>/ (run from anywhere). Each target's input format is described at the
 top of its source file; a few valid inputs and a few edge cases each."""
 import json
@@ -451,6 +451,45 @@ def socks_seeds():
     }
 
 
+# --- fuzz_credential_rewrite ---------------------------------------------------------------------
+# Destinations by index: 0 api.github.com:443, 1 api.github.com:80, 2 www.example.com:443,
+# 3 example.com:8080, 4 example.com:443, 5 a.b.example.com:80, 6 evil.example:443,
+# 7 203.0.113.7:80. "@G" and "@E" are the two credentials' sentinels.
+def credential_seeds():
+    def head(dest, target, *headers):
+        return u8(0) + u8(dest) + "\n".join([target, *headers]).encode()
+
+    def name(text):
+        return u8(1) + text.encode()
+
+    github = "carapace-cred-" + "1" * 32
+    return {
+        "header_own_host": head(0, "/user", "Host: api.github.com", "Authorization: Bearer @G"),
+        "header_any_port": head(1, "/user", "authorization:  Bearer @G  "),
+        "header_spelled_out": head(0, "/", "Authorization: Bearer " + github),
+        "header_other_host": head(6, "/collect", "Authorization: Bearer @G"),
+        "header_foreign_key": head(0, "/user", "Authorization: Bearer ghp_mine"),
+        "header_twice": head(0, "/", "Authorization: Bearer @G", "Authorization: Bearer x"),
+        "header_outside_slot": head(0, "/repos/@G", "Accept: */*"),
+        "query_own_host": head(2, "/v1?a=1&api_key=@E;b=2"),
+        "query_port_rule": head(3, "/?api_key=@E"),
+        "query_wrong_port": head(4, "/?api_key=@E"),
+        "query_encoded_name": head(2, "/?api%5Fkey=mine"),
+        "query_no_value": head(2, "/?api_key"),
+        "query_encoded_sentinel": head(6, "/?q=carapace-cred-%31%311111111111111111111111111111"),
+        "query_split": head(7, "/?a=carapace-cred-1111&b=1111111111111111111111111111"),
+        "query_upper": head(5, "/?q=CARAPACE-CRED-FFFF"),
+        "both_on_other_host": head(6, "/?api_key=@E", "Authorization: Bearer @G"),
+        "malformed_target": head(0, "http://api.github.com/", "Authorization: Bearer @G"),
+        "malformed_header": head(0, "/", "Bad Name: @G"),
+        "no_credential": head(7, "/simple/", "Accept: text/html"),
+        "name_clean": name("api.github.com:443"),
+        "name_sentinel": name("@G.evil.example:443"),
+        "name_encoded": name("carapace-cred-%32222222222222222222222222222222.example"),
+        "name_prefix": name("CARAPACE-CRED-x.example"),
+    }
+
+
 if __name__ == "__main__":
     write("fuzz_http_request", http_seeds())
     write("fuzz_service_requests", service_seeds())
@@ -462,3 +501,4 @@ if __name__ == "__main__":
     write("fuzz_egress_rules", egress_seeds())
     write("fuzz_proxy_request", proxy_seeds())
     write("fuzz_socks_request", socks_seeds())
+    write("fuzz_credential_rewrite", credential_seeds())
