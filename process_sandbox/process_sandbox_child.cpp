@@ -23,6 +23,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/base/loopback.h"
 #include "common/base/unique_fd.h"
 #include "jailer/jail_fs.h"
 #include "jailer/supervisor.h"
@@ -175,13 +176,7 @@ Status build_root(const ProcessChildPlan& plan) {
 // The new network namespace has only `lo`, down: bring it up (no other interface exists, so
 // nothing leaves the sandbox).
 Status loopback_up() {
-  UniqueFd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!s.valid()) return sys_error("socket for lo");
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  if (::ioctl(s.get(), SIOCGIFFLAGS, &ifr) != 0) return sys_error("SIOCGIFFLAGS lo");
-  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
-  if (::ioctl(s.get(), SIOCSIFFLAGS, &ifr) != 0) return sys_error("SIOCSIFFLAGS lo");
+  TRY_STATUS(bring_up_loopback());
   // Every port of this namespace's loopback is the sandbox's own (nothing else listens in it), so
   // its unprivileged uid may bind the low ones too: the agent's stub resolver on 53 and its
   // transparent-egress captures on 80 and 443 (guest/agent/egress_forwarder.h). A per-namespace

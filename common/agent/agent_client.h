@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <ctime>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -111,11 +112,13 @@ class AgentClient {
   // Turns the agent's forwarder to the host's egress proxy on (`upstream` "unix:PATH" or
   // "vsock:PORT", listening on 127.0.0.1:`listen_port`, 0 for any), moves it, or with an empty
   // `upstream` off. With `transparent_ports`, also the stub resolver on 127.0.0.1:`dns_port` and
-  // the capture of those ports on its stand-in addresses. Returns the proxy URL execs get from
+  // the capture of those ports on its stand-in addresses; `env` is added to every exec's
+  // environment while the forwarder runs. Returns the proxy URL execs get from
   // now on ("" when off).
   Result<std::string> set_egress(const std::string& upstream, uint16_t listen_port = 3128,
                                  const std::vector<uint16_t>& transparent_ports = {},
-                                 uint16_t dns_port = 53);
+                                 uint16_t dns_port = 53,
+                                 const std::map<std::string, std::string>& env = {});
 
   // Raw access for protocol tests: a request object (id and token added when absent), raw
   // bytes, and the next reply frame as JSON text.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "common/http/http_client.h"
@@ -79,6 +80,28 @@ Status EgressSidecar::set_policy(const egress::EgressPolicy& policy) {
   TRY(call("PUT", "/policy", egress::policy_to_json(policy).dump()));
   std::lock_guard lock(mu_);
   spec_.policy = policy;
+  return ok_status();
+}
+
+Status EgressSidecar::set_credentials(const egress::CredentialSet& credentials) {
+  json list = json::array();
+  for (const egress::Credential& c : credentials.entries()) {
+    json entry = egress::credential_view_json(c.spec);
+    entry["secret"] = std::string(c.spec.secret.reveal());
+    entry["sentinel"] = c.sentinel;
+    list.push_back(std::move(entry));
+  }
+  json body{{"credentials", std::move(list)}};
+  std::string text = body.dump();
+  auto r = call("PUT", "/credentials", text);
+  // The daemon's copies of the secrets are its NetworkSpec's; these are wiped rather than left
+  // in freed heap.
+  explicit_bzero(text.data(), text.size());
+  for (auto& entry : body["credentials"]) {
+    auto& secret = entry["secret"].get_ref<std::string&>();
+    explicit_bzero(secret.data(), secret.size());
+  }
+  if (!r.ok()) return r.error();
   return ok_status();
 }
 

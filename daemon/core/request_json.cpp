@@ -69,19 +69,32 @@ ApiResult<NetworkSpec> parse_network_spec(const json& v, const std::string& fiel
                        ".allow: replaced by allow_hosts (host names, *.suffix, or an address or "
                        "CIDR network, each with an optional :port)");
   }
+  NetworkSpec n;
+  if (v.contains("credentials")) {
+    auto creds = egress::credentials_from_json(v["credentials"], field + ".credentials");
+    if (!creds.ok()) return bad_request(creds.error().message);
+    n.credentials = std::move(*creds);
+    rules.erase("credentials");
+  }
   auto policy = egress::policy_from_json(rules, field);
   if (!policy.ok()) return bad_request(policy.error().message);
-  NetworkSpec n;
   n.internet = internet.value_or(!policy->allow.empty());
   if (!n.internet && !policy->allow.empty())
     return bad_request(field + ": allow_hosts given with internet false");
+  if (!n.internet && !n.credentials.empty())
+    return bad_request(field + ": credentials need internet (allow_hosts naming their hosts)");
   n.policy = std::move(*policy);
   return n;
 }
 
-json network_spec_json(const NetworkSpec& n) {
+json network_spec_json(const NetworkSpec& n, bool with_credentials) {
   json j = egress::policy_to_json(n.policy);
   j["internet"] = n.internet;
+  if (with_credentials) {
+    j["credentials"] = json::array();
+    for (const egress::CredentialSpec& c : n.credentials)
+      j["credentials"].push_back(egress::credential_view_json(c));
+  }
   return j;
 }
 
@@ -133,7 +146,9 @@ json template_request_json(const TemplateRequest& req) {
             {"mem_mib", s.mem_mib},
             {"pool_size", s.pool_size},
             {"agent_timeout_s", s.agent_timeout_s}};
-  j["network"] = req.network.internet ? network_spec_json(req.network) : json(false);
+  // A record: the secrets are not written, so a reloaded template has no credentials until its
+  // owner gives them again (docs/api.md, Credentials).
+  j["network"] = req.network.internet ? network_spec_json(req.network, false) : json(false);
   if (req.name) j["name"] = *req.name;
   if (req.isolation) j["isolation"] = isolation_name(*req.isolation);
   auto set_if = [&j](const char* field, const std::string& value) {

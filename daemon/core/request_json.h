@@ -14,7 +14,8 @@
 namespace carapace::service {
 
 ApiResult<TemplateRequest> parse_template_request(const nlohmann::json& body);
-// The request as parse_template_request reads it back (only the fields that are set).
+// The request as parse_template_request reads it back (only the fields that are set, and no
+// credentials: a record never holds a secret).
 nlohmann::json template_request_json(const TemplateRequest& req);
 
 ApiResult<SandboxRequest> parse_sandbox_request(const nlohmann::json& body);
@@ -23,7 +24,9 @@ ApiResult<ForkRequest> parse_fork_request(const nlohmann::json& body);
 // PUT /sandboxes/{id}/network). internet defaults to whether any allow rule is given; false with
 // allow rules is refused. Errors name `field`, e.g. "network.allow_hosts[2]: ...".
 ApiResult<NetworkSpec> parse_network_spec(const nlohmann::json& v, const std::string& field);
-nlohmann::json network_spec_json(const NetworkSpec& n);
+// The view: the rules, internet and, with `with_credentials`, each credential with its secret
+// redacted. Records are written without credentials at all.
+nlohmann::json network_spec_json(const NetworkSpec& n, bool with_credentials = true);
 ApiResult<TimeoutRequest> parse_timeout_request(const nlohmann::json& body);
 
 // An integer in `range`, or range_error(field, range).

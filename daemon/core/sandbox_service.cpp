@@ -419,6 +419,8 @@ ApiResult<std::vector<SandboxView>> SandboxService::fork_sandbox(const std::stri
   {
     std::lock_guard<std::mutex> lock(s->mu);
     network = req.network.value_or(s->network);
+    // Children get no secrets unless the fork request names them (docs/api.md, Credentials).
+    if (!req.network) network.credentials.clear();
   }
   std::vector<SandboxView> list;
   for (auto& child : *children) {

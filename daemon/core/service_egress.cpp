@@ -7,6 +7,7 @@
 #include "daemon/core/json_log.h"
 #include "daemon/core/sandbox_service.h"
 #include "daemon/core/service_entries.h"
+#include "egress/credentials/sentinel.h"
 
 namespace carapace::service {
 
@@ -16,6 +17,19 @@ namespace {
 
 // Where the agent listens inside the sandbox (the proxy variables every exec gets name it).
 constexpr uint16_t kProxyPort = 3128;
+constexpr uint16_t kStubDnsPort = 53;
+
+// The set for `specs`: an entry whose env the sandbox already has keeps its sentinel (its
+// programs hold it), a new one gets a fresh sentinel.
+Result<egress::CredentialSet> credentials_for(const egress::CredentialSet& had,
+                                              std::vector<egress::CredentialSpec> specs) {
+  std::vector<std::string> sentinels;
+  for (const egress::CredentialSpec& spec : specs) {
+    const egress::Credential* old = had.find(spec.env);
+    sentinels.push_back(old ? old->sentinel : TRY(egress::make_sentinel()));
+  }
+  return egress::CredentialSet::with_sentinels(std::move(specs), sentinels);
+}
 
 }  // namespace
 
@@ -35,20 +49,27 @@ Status SandboxService::apply_network(SandboxEntry& s, const NetworkSpec& network
     }
     s.egress.reset();
     s.network = network;
+    s.credentials = {};
     s.proxy_url.clear();
     return ok_status();
   }
   const std::vector<uint16_t> ports = egress::transparent_ports(network.policy);
+  egress::CredentialSet credentials = TRY(credentials_for(s.credentials, network.credentials));
   if (s.egress && s.egress->alive()) {
     TRY_STATUS(s.egress->set_policy(network.policy));
-    if (ports != egress::transparent_ports(s.network.policy)) {
+    if (!credentials.empty() || !s.credentials.empty())
+      TRY_STATUS(s.egress->set_credentials(credentials));
+    if (ports != egress::transparent_ports(s.network.policy) ||
+        credentials.env() != s.credentials.env()) {
       // New captured ports: the agent's forwarder restarts on them (its tunnels are cut; the
-      // stand-in addresses stay).
+      // stand-in addresses stay). New sentinels only change what the next execs get.
       auto client = TRY(s.instance->agent().connect());
       client.set_io_timeout_ms(5000);
-      TRY(client.set_egress(s.egress->spec().placement.agent_upstream, kProxyPort, ports));
+      TRY(client.set_egress(s.egress->spec().placement.agent_upstream, kProxyPort, ports,
+                            kStubDnsPort, credentials.env()));
     }
     s.network = network;
+    s.credentials = std::move(credentials);
     return ok_status();
   }
   s.egress.reset();  // one that died: replaced
@@ -63,17 +84,23 @@ Status SandboxService::apply_network(SandboxEntry& s, const NetworkSpec& network
   spec.placement = place;
   spec.policy = network.policy;
   auto sidecar = TRY(EgressSidecar::start(std::move(spec)));
+  // Before the agent is pointed at it: the first request already finds its credentials.
+  if (!credentials.empty()) TRY_STATUS(sidecar->set_credentials(credentials));
   auto client = TRY(s.instance->agent().connect());
   client.set_io_timeout_ms(5000);
-  std::string url = TRY(client.set_egress(place.agent_upstream, kProxyPort, ports));
+  // A fork child's agent still holds its parent's sentinels: the env given here replaces them.
+  std::string url = TRY(
+      client.set_egress(place.agent_upstream, kProxyPort, ports, kStubDnsPort, credentials.env()));
   s.egress = std::move(sidecar);
   s.proxy_url = std::move(url);
   s.network = network;
+  s.credentials = std::move(credentials);
   json_log("info", "sandbox egress on",
            {{"id", s.id},
             {"pid", s.egress->pid()},
             {"allow_hosts", network.policy.allow_texts()},
-            {"deny_hosts", network.policy.deny_texts()}});
+            {"deny_hosts", network.policy.deny_texts()},
+            {"credentials", s.credentials.describe()}});
   return ok_status();
 }
 

@@ -45,6 +45,9 @@ struct SandboxService::SandboxEntry {
   NetworkSpec network;
   std::unique_ptr<EgressSidecar> egress;
   std::string proxy_url;
+  // network.credentials with the sentinels its environment holds: an entry keeps its sentinel
+  // while its env name stays, through rotations (docs/api.md, Credentials).
+  egress::CredentialSet credentials;
 };
 
 }  // namespace carapace::service

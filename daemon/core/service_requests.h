@@ -15,6 +15,7 @@
 
 #include "daemon/backends/backend.h"
 #include "daemon/core/api_result.h"
+#include "egress/credentials/credential_spec.h"
 #include "egress/policy/egress_policy.h"
 
 namespace carapace::service {
@@ -41,10 +42,13 @@ inline constexpr size_t kMaxEnvVars = 1024;
 inline constexpr size_t kMaxEgressRules = 256;
 
 // A sandbox's way out (docs/api.md, Egress): none at all, or its own host-side proxy under
-// `policy` (allow_hosts / deny_hosts).
+// `policy` (allow_hosts / deny_hosts), adding `credentials` to the requests it lets through
+// (docs/api.md, Credentials): their secrets live here and in the proxy only, never in a record,
+// a log line or a view.
 struct NetworkSpec {
   bool internet = false;
   egress::EgressPolicy policy;
+  std::vector<egress::CredentialSpec> credentials;
 };
 
 // POST /templates.

@@ -74,16 +74,8 @@ std::map<std::string, std::string> CredentialSet::env() const {
 
 nlohmann::json CredentialSet::to_json() const {
   nlohmann::json out = nlohmann::json::array();
-  for (const Credential& c : entries_) {
-    nlohmann::json hosts = nlohmann::json::array();
-    for (const HostRule& rule : c.spec.hosts)
-      hosts.push_back(rule.text);
-    nlohmann::json entry = {
-        {"env", c.spec.env}, {"hosts", std::move(hosts)}, {"secret", std::string(kRedacted)}};
-    entry[c.spec.slot.kind == CredentialSlot::Kind::kHeader ? "header" : "query"] =
-        c.spec.slot.template_text();
-    out.push_back(std::move(entry));
-  }
+  for (const Credential& c : entries_)
+    out.push_back(credential_view_json(c.spec));
   return out;
 }
 

@@ -234,4 +234,15 @@ Result<std::vector<CredentialSpec>> credentials_from_json(const nlohmann::json& 
   return specs;
 }
 
+nlohmann::json credential_view_json(const CredentialSpec& spec) {
+  nlohmann::json hosts = nlohmann::json::array();
+  for (const HostRule& rule : spec.hosts)
+    hosts.push_back(rule.text);
+  nlohmann::json entry = {
+      {"env", spec.env}, {"hosts", std::move(hosts)}, {"secret", std::string(kRedacted)}};
+  entry[spec.slot.kind == CredentialSlot::Kind::kHeader ? "header" : "query"] =
+      spec.slot.template_text();
+  return entry;
+}
+
 }  // namespace carapace::egress

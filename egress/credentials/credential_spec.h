@@ -79,6 +79,10 @@ Status check_credential_list(const std::vector<CredentialSpec>& specs);
 //  "secret": "...", "env": "GITHUB_TOKEN"}: every key but one of header/query required, none
 // other allowed. `where` prefixes the messages ("network.credentials[0]").
 Result<CredentialSpec> credential_from_json(const nlohmann::json& j, const std::string& where);
+// The entry for giving back to clients: its env, hosts, header or query, and kRedacted for the
+// secret.
+nlohmann::json credential_view_json(const CredentialSpec& spec);
+
 // An array of entries as check_credential_list wants them (null: none).
 Result<std::vector<CredentialSpec>> credentials_from_json(const nlohmann::json& j,
                                                           const std::string& where);

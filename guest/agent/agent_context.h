@@ -51,6 +51,9 @@ struct AgentContext {
   // The transparent mode's stand-ins, kept across forwarders (and into fork children, which are
   // copies of this process) so that an address a program resolved keeps its name.
   std::shared_ptr<FakeAddressTable> stand_ins = std::make_shared<FakeAddressTable>();
+  // Set with the forwarder and gone with it: variables every exec gets besides the proxy's --
+  // the credentials' sentinels (the secrets themselves never reach the guest).
+  std::vector<std::pair<std::string, std::string>> egress_env;
 };
 
 }  // namespace carapace::agent

@@ -50,6 +50,8 @@ Result<std::vector<std::string>> parse_env(AgentContext& ctx, const json& body) 
     if (ctx.egress) {
       for (std::string& e : proxy_env(ctx.egress->port()))
         env.push_back(std::move(e));
+      for (const auto& [name, value] : ctx.egress_env)
+        env.push_back(name + "=" + value);
     }
   }
   auto it = body.find("env");

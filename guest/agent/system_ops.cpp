@@ -49,17 +49,6 @@ Status set_hostname(const std::string& name) {
   return {};
 }
 
-Status bring_up_loopback() {
-  UniqueFd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!s.valid()) return sys_error("socket");
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  if (::ioctl(s.get(), SIOCGIFFLAGS, &ifr) < 0) return sys_error("SIOCGIFFLAGS lo");
-  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
-  if (::ioctl(s.get(), SIOCSIFFLAGS, &ifr) < 0) return sys_error("SIOCSIFFLAGS lo");
-  return {};
-}
-
 void power_off() {
   ::kill(-1, SIGKILL);  // every process but PID 1 itself
   ::sync();

@@ -1,11 +1,12 @@
 // What the agent does to the guest machine as its PID 1: the clock, the entropy pool, the host
-// name, the loopback interface, powering off.
+// name, powering off (the loopback is common/base/loopback.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "common/base/loopback.h"
 #include "common/base/result.h"
 
 namespace carapace::agent {
@@ -19,8 +20,6 @@ Status add_entropy(std::string_view bytes);
 Status set_hostname(const std::string& name);
 // 1..63 characters of [A-Za-z0-9-], not starting or ending with '-'.
 bool valid_hostname(std::string_view name);
-// Brings "lo" up (programs expect 127.0.0.1 to answer).
-Status bring_up_loopback();
 // Kills every other process, syncs and resets the machine. The guest has no ACPI, so a power
 // off would only halt the CPUs; a reset (reboot=k) ends the VM: carapace reports it as a normal
 // end, QEMU exits with -no-reboot.

@@ -95,6 +95,40 @@ TEST_F(AgentEgressTest, TheForwarderPassesBytesToTheUpstreamAndExecsGetTheProxyV
   EXPECT_EQ(none->out, "[]\n");
 }
 
+// The credentials' sentinels reach every exec through the egress op's env; the same settings
+// with a new env keep the forwarder and change only what the next execs get; off clears them.
+TEST_F(AgentEgressTest, TheEgressEnvReachesExecsAndGoesWithTheForwarder) {
+  UnixEcho echo(agent_.dir() + "/egress.sock");
+  const std::string up = "unix:" + agent_.dir() + "/egress.sock";
+  const std::string sentinel = "carapace-cred-0123456789abcdef0123456789abcdef";
+  AgentClient c = agent_.connect();
+  auto url = c.set_egress(up, 0, {}, 53, {{"EXAMPLE_TOKEN", sentinel}});
+  ASSERT_TRUE(url.ok()) << url.error().describe();
+  auto got = run_exec(c, {"sh", "-c", "echo $EXAMPLE_TOKEN"});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->out, sentinel + "\n");
+  const uint16_t port = port_of(*url);
+  auto same = c.set_egress(up, port, {}, 53, {{"OTHER", "x"}});
+  ASSERT_TRUE(same.ok()) << same.error().describe();
+  EXPECT_EQ(*same, *url);
+  got = run_exec(c, {"sh", "-c", "echo \"[$EXAMPLE_TOKEN][$OTHER]\""});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->out, "[][x]\n");
+  for (const nlohmann::json& bad :
+       {nlohmann::json{{"1X", "v"}}, nlohmann::json{{"A-B", "v"}}, nlohmann::json{{"A", 5}},
+        nlohmann::json{{"A", "line\nbreak"}}, nlohmann::json::array()}) {
+    AgentClient raw = agent_.connect();
+    ASSERT_TRUE(raw.send_request({{"op", "egress"}, {"upstream", up}, {"env", bad}}).ok());
+    auto reply = raw.read_frame_text();
+    ASSERT_TRUE(reply.ok());
+    EXPECT_NE(reply->find("bad_request"), std::string::npos) << bad.dump() << " " << *reply;
+  }
+  ASSERT_TRUE(agent_.connect().set_egress("").ok());
+  got = run_exec(c, {"sh", "-c", "echo \"[$OTHER]\""});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->out, "[]\n");
+}
+
 TEST_F(AgentEgressTest, ANewUpstreamReplacesTheOldOneOnTheSamePort) {
   UnixEcho first(agent_.dir() + "/one.sock");
   UnixEcho second(agent_.dir() + "/two.sock");

@@ -147,7 +147,9 @@ class SandboxEgressTest(unittest.TestCase):
         first = r.stdout.split()[0]
         octets = [int(x) for x in first.split('.')]
         self.assertTrue(octets[0] == 127 and octets[1] >= 128, r.stdout)
-        self.assertEqual(r.stdout.splitlines()[1].split()[0], first, r.stdout)
+        lines = r.stdout.splitlines()
+        self.assertEqual(len(lines), 2, r.stdout + r.stderr)
+        self.assertEqual(lines[1].split()[0], first, r.stdout)
         r = self.run_in(sb, "curl -sS --fail --max-time 20 --noproxy '*' "
                             'http://allowed.test:8080/t')
         self.assert_ok(r, 'curl --noproxy through the stand-in')
@@ -175,7 +177,8 @@ class SandboxEgressTest(unittest.TestCase):
     def test_a_sandbox_without_a_policy_has_no_socket_and_no_way_out(self):
         sb = self.sandbox()
         self.assertEqual(sb.info['network'], {'internet': False, 'allow_hosts': [],
-                                              'deny_hosts': [], 'proxy': None})
+                                              'deny_hosts': [], 'credentials': [],
+                                              'proxy': None})
         r = self.run_in(sb, 'ls -A /run/carapace-egress; env | grep -ci _proxy=')
         self.assertEqual(r.stdout.strip(), '0', r.stdout + r.stderr)
         r = self.run_in(sb, CURL + 'http://allowed.test:8080/')

@@ -25,7 +25,8 @@ TEST(NetworkSpecTest, InternetFollowsTheAllowRulesUnlessGiven) {
   EXPECT_TRUE(empty_on->policy.allow.empty());
   EXPECT_EQ(network_spec_json(*on), (json{{"internet", true},
                                           {"allow_hosts", {"pypi.org:443", "*.pythonhosted.org"}},
-                                          {"deny_hosts", json::array()}}));
+                                          {"deny_hosts", json::array()},
+                                          {"credentials", json::array()}}));
 }
 
 TEST(NetworkSpecTest, BadInputIsOneLineNamingTheField) {
@@ -70,6 +71,63 @@ TEST(NetworkSpecTest, TemplatesTakeAPolicyOrFalse) {
   ASSERT_TRUE(fork->network.has_value());
   EXPECT_FALSE(fork->network->internet);
   EXPECT_FALSE(parse_fork_request(json{{"count", 1}})->network.has_value());
+}
+
+constexpr const char* kSecret = "ghp_S3cretValueThatMustNeverShow";
+
+json credential(json extra = json::object()) {
+  json c{{"hosts", {"api.example.test"}},
+         {"header", "Authorization: Bearer {secret}"},
+         {"secret", kSecret},
+         {"env", "EXAMPLE_TOKEN"}};
+  c.update(extra);
+  return c;
+}
+
+// docs/security.md #48: the view and the record never hold the secret.
+TEST(NetworkSpecTest, CredentialsAreParsedAndGivenBackRedacted) {
+  auto n = parse_network_spec(
+      json{{"allow_hosts", {"api.example.test:443"}}, {"credentials", {credential()}}}, "network");
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  ASSERT_EQ(n->credentials.size(), 1u);
+  EXPECT_EQ(n->credentials[0].secret.reveal(), kSecret);
+  const json view = network_spec_json(*n);
+  EXPECT_EQ(view["credentials"][0]["env"], "EXAMPLE_TOKEN");
+  EXPECT_EQ(view["credentials"][0]["header"], "Authorization: Bearer {secret}");
+  EXPECT_EQ(view["credentials"][0]["secret"], "<redacted>");
+  EXPECT_EQ(view.dump().find(kSecret), std::string::npos);
+  // A template's record has no credentials at all: reloaded, it has none until given again.
+  auto tpl = parse_template_request(
+      json{{"network", {{"allow_hosts", {"api.example.test"}}, {"credentials", {credential()}}}}});
+  ASSERT_TRUE(tpl.ok()) << tpl.error().message;
+  EXPECT_EQ(tpl->network.credentials.size(), 1u);
+  const json record = template_request_json(*tpl);
+  EXPECT_EQ(record.dump().find(kSecret), std::string::npos);
+  EXPECT_FALSE(record["network"].contains("credentials"));
+  auto again = parse_template_request(record);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_TRUE(again->network.credentials.empty());
+}
+
+TEST(NetworkSpecTest, BadCredentialsAreRefusedWithoutTheSecretInTheMessage) {
+  const json cases[] = {
+      json{{"allow_hosts", {"a.test"}}, {"credentials", credential()}},  // not a list
+      json{{"allow_hosts", {"a.test"}}, {"credentials", {credential({{"hosts", {"*"}}})}}},
+      json{{"allow_hosts", {"a.test"}}, {"credentials", {credential({{"env", "PATH"}})}}},
+      json{{"allow_hosts", {"a.test"}},
+           {"credentials", {credential({{"header", "Authorization: Bearer"}})}}},
+      json{{"allow_hosts", {"a.test"}}, {"credentials", {credential(), credential()}}},
+      json{{"credentials", {credential()}}},  // no internet
+      json{{"allow_hosts", {"a.test"}},
+           {"credentials", {credential({{"secret", std::string(kSecret) + "\n"}})}}},
+  };
+  for (const json& body : cases) {
+    auto r = parse_network_spec(body, "network");
+    ASSERT_FALSE(r.ok()) << body.dump();
+    EXPECT_NE(r.error().message.find("network"), std::string::npos) << r.error().message;
+    EXPECT_EQ(r.error().message.find(kSecret), std::string::npos) << r.error().message;
+    EXPECT_EQ(r.error().message.find('\n'), std::string::npos) << r.error().message;
+  }
 }
 
 }  // namespace
