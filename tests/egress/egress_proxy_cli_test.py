@@ -172,7 +172,7 @@ class EgressProxyCliTest(unittest.TestCase):
         # The socket is where it was bound, still answering after the drop.
         self.assertTrue(ask(self.sock, 'CONNECT denied.test:1 HTTP/1.1\r\n\r\n').startswith(
             'HTTP/1.1 403'))
-        bad = subprocess.run([CARAPACE, 'egress-proxy', '--listen', '/tmp/x', '--run-as', '0'],
+        bad = subprocess.run([CARAPACE, 'egress-proxy', '--listen', os.path.join(self.tmp, 'run-as-0.sock'), '--run-as', '0'],
                              capture_output=True, text=True)
         self.assertEqual(bad.returncode, 2)
         self.assertIn('--run-as', bad.stderr)
@@ -240,18 +240,20 @@ class EgressProxyCliTest(unittest.TestCase):
             self.assertEqual(os.path.exists(self.sock), confined)
 
     def test_bad_flags_are_one_line_and_status_2(self):
+        # A path of this test's own: nothing else may make it while the refusals run.
+        x = os.path.join(self.tmp, 'never-bound.sock')
         for args, words in [([], '--listen PATH is required'),
-                            (['--listen', '/tmp/x', '--allow-host', 'a*b'], 'allow_hosts[0]'),
-                            (['--listen', '/tmp/x', '--deny-host', '10.1.0.0/8'], 'deny_hosts[0]'),
-                            (['--listen', '/tmp/x', '--bogus', '1'], 'unknown option --bogus'),
-                            (['--listen', '/tmp/x', '--max-connections', '0'], '--max-connections'),
-                            (['--listen', '/tmp/x', '--idle-timeout', '-1'], '--idle-timeout')]:
+                            (['--listen', x, '--allow-host', 'a*b'], 'allow_hosts[0]'),
+                            (['--listen', x, '--deny-host', '10.1.0.0/8'], 'deny_hosts[0]'),
+                            (['--listen', x, '--bogus', '1'], 'unknown option --bogus'),
+                            (['--listen', x, '--max-connections', '0'], '--max-connections'),
+                            (['--listen', x, '--idle-timeout', '-1'], '--idle-timeout')]:
             r = subprocess.run([CARAPACE, 'egress-proxy'] + args, capture_output=True, text=True,
                                timeout=10)
             self.assertEqual(r.returncode, 2, (args, r.stderr))
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
             self.assertIn(words, r.stderr)
-        self.assertFalse(os.path.exists('/tmp/x'))
+        self.assertFalse(os.path.exists(x))
 
 
 if __name__ == '__main__':

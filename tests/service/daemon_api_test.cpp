@@ -150,6 +150,7 @@ TEST_F(DaemonTest, NetworkPolicyIsRefusedWhereTheBackEndHasNoEgress) {
   EXPECT_EQ(sb["network"], (json{{"internet", false},
                                  {"allow_hosts", json::array()},
                                  {"deny_hosts", json::array()},
+                                 {"credentials", json::array()},
                                  {"proxy", nullptr}}));
   r = call("PUT", "/sandboxes/" + sb["id"].get<std::string>() + "/network",
            R"({"allow_hosts": ["a.test"]})");

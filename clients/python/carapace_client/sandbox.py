@@ -32,11 +32,26 @@ def _rules(name, rules):
     return [str(r) for r in rules]
 
 
-def _network(allow_hosts, deny_hosts, internet):
+def _credentials(credentials):
+    """The API's ``network.credentials`` list: each entry a dict with ``hosts``, ``header``
+    (``"Authorization: Bearer {secret}"``) or ``query``, ``secret`` and ``env``."""
+    if isinstance(credentials, dict):
+        raise TypeError("credentials: a list of entries, not one entry")
+    out = []
+    for entry in credentials:
+        if not isinstance(entry, dict):
+            raise TypeError("credentials: each entry is a dict")
+        out.append(dict(entry))
+    return out
+
+
+def _network(allow_hosts, deny_hosts, internet, credentials=None):
     """The API's ``network`` object from the keyword arguments, or None when none was given."""
-    if allow_hosts is None and deny_hosts is None and internet is None:
+    if allow_hosts is None and deny_hosts is None and internet is None and credentials is None:
         return None
     network = {}
+    if credentials is not None:
+        network["credentials"] = _credentials(credentials)
     if allow_hosts is not None:
         network["allow_hosts"] = _rules("allow_hosts", allow_hosts)
     if deny_hosts is not None:
@@ -131,19 +146,23 @@ class Sandbox:
     # -- construction -------------------------------------------------------------------------
     @classmethod
     def create(cls, template, timeout=300, env=None, socket=None, allow_hosts=None,
-               deny_hosts=None, internet=None, client=None):
+               deny_hosts=None, internet=None, client=None, credentials=None):
         """A new sandbox from ``template`` (an id) living ``timeout`` seconds.
 
         ``allow_hosts``/``deny_hosts`` (lists of rules such as ``"pypi.org:443"``,
         ``"*.pythonhosted.org"``, ``"10.0.0.0/8:443"``) and ``internet`` set its egress policy;
-        with none of them given the template's default applies (docs/api.md, "Egress")."""
+        with none of them given the template's default applies (docs/api.md, "Egress").
+        ``credentials`` (a list of ``{"hosts": [...], "header": "Authorization: Bearer
+        {secret}", "secret": ..., "env": "NAME"}``) are added by the host's proxy to the requests
+        for their hosts; the sandbox sees only a sentinel in ``$NAME`` (docs/api.md,
+        "Credentials")."""
         c = _client(socket, client)
         body = {"template": template}
         if timeout is not None:
             body["timeout_s"] = int(timeout)
         if env:
             body["env"] = dict(env)
-        network = _network(allow_hosts, deny_hosts, internet)
+        network = _network(allow_hosts, deny_hosts, internet, credentials)
         if network is not None:
             body["network"] = network
         return cls(c.json("POST", "/sandboxes", body), c)
@@ -254,7 +273,8 @@ class Sandbox:
     def fork(self, count=1, network=None):
         """``count`` children of this running sandbox, as Sandbox objects. ``network`` (a dict
         of the API's shape: ``{"allow_hosts": [...], "deny_hosts": [...], "internet": bool}``) is
-        the children's egress policy; without it each child keeps the parent's."""
+        the children's egress policy; without it each child keeps the parent's rules but gets
+        no credentials (name them in ``network["credentials"]`` to give some)."""
         body = {"count": int(count)}
         if network is not None:
             body["network"] = dict(network)
@@ -265,15 +285,18 @@ class Sandbox:
     @property
     def network(self):
         """The egress policy as the daemon last reported it: ``{"internet", "allow_hosts",
-        "deny_hosts", "proxy"}``; ``proxy`` is the address programs inside use (None without
-        internet)."""
+        "deny_hosts", "credentials", "proxy"}``; ``proxy`` is the address programs inside use
+        (None without internet); each credential's ``secret`` reads ``"<redacted>"``."""
         return self.info.get("network")
 
-    def set_network(self, allow_hosts=(), deny_hosts=(), internet=None):
+    def set_network(self, allow_hosts=(), deny_hosts=(), internet=None, credentials=()):
         """Replaces the egress policy live (connections it now denies are cut); no allow rule,
-        or ``internet=False``, leaves no way out. Returns self with ``info`` updated."""
+        or ``internet=False``, leaves no way out. ``credentials`` replace the sandbox's: an
+        entry whose ``env`` it already had keeps its sentinel (a new secret is a rotation), one
+        left out is revoked. Returns self with ``info`` updated."""
         body = {"allow_hosts": _rules("allow_hosts", allow_hosts),
-                "deny_hosts": _rules("deny_hosts", deny_hosts)}
+                "deny_hosts": _rules("deny_hosts", deny_hosts),
+                "credentials": _credentials(credentials)}
         if internet is not None:
             body["internet"] = bool(internet)
         self.info = self._client.json("PUT", self._path("/network"), body)

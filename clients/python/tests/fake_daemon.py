@@ -26,7 +26,8 @@ def _err(status, code, message):
 
 
 _PROXY = "http://127.0.0.1:3128"
-_NO_INTERNET = {"internet": False, "allow_hosts": [], "deny_hosts": [], "proxy": None}
+_NO_INTERNET = {"internet": False, "allow_hosts": [], "deny_hosts": [], "credentials": [],
+                "proxy": None}
 
 
 def _policy(doc, where="network"):
@@ -35,7 +36,7 @@ def _policy(doc, where="network"):
     trailing dot, so a client that shows what it sent rather than the answer is caught."""
     if not isinstance(doc, dict):
         return None, _err(400, "bad_request", f"{where}: must be an object")
-    unknown = set(doc) - {"allow_hosts", "deny_hosts", "internet"}
+    unknown = set(doc) - {"allow_hosts", "deny_hosts", "internet", "credentials"}
     if unknown:
         return None, _err(400, "bad_request", f"{where}.{sorted(unknown)[0]}: unknown field")
     lists = {}
@@ -53,9 +54,19 @@ def _policy(doc, where="network"):
         return None, _err(400, "bad_request", f"{where}.internet: must be a boolean")
     if not internet and lists["allow_hosts"]:
         return None, _err(400, "bad_request", f"{where}: allow_hosts given with internet false")
+    creds = doc.get("credentials", [])
+    if not isinstance(creds, list):
+        return None, _err(400, "bad_request", f"{where}.credentials: must be an array")
+    view = []
+    for i, c in enumerate(creds):
+        if not isinstance(c, dict) or not {"hosts", "secret", "env"} <= set(c):
+            return None, _err(400, "bad_request", f"{where}.credentials[{i}]: missing fields")
+        view.append({k: ("<redacted>" if k == "secret" else v) for k, v in c.items()})
+    if view and not internet:
+        return None, _err(400, "bad_request", f"{where}: credentials need internet")
     if not internet:
         return copy.deepcopy(_NO_INTERNET), None
-    return dict(internet=True, **lists, proxy=_PROXY), None
+    return dict(internet=True, **lists, credentials=view, proxy=_PROXY), None
 
 
 class FakeDaemon:

@@ -149,13 +149,14 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(sb.network, {"internet": True,
                                       "allow_hosts": ["pypi.org:443", "*.pythonhosted.org"],
                                       "deny_hosts": ["evil.pypi.org"],
+                                      "credentials": [],
                                       "proxy": "http://127.0.0.1:3128"})
         sb.kill()
         # Only what was given goes out; nothing at all leaves the template's default.
         sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket, internet=False)
         self.assertEqual(json.loads(self.last()[3])["network"], {"internet": False})
         self.assertEqual(sb.network, {"internet": False, "allow_hosts": [], "deny_hosts": [],
-                                      "proxy": None})
+                                      "credentials": [], "proxy": None})
         sb.kill()
         sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket)
         self.assertNotIn("network", json.loads(self.last()[3]))
@@ -169,6 +170,23 @@ class ClientTest(unittest.TestCase):
             cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket,
                               allow_hosts="pypi.org")
         self.assertEqual(self.fake.sandboxes, {})
+
+    def test_credentials_go_out_as_given_and_come_back_redacted(self):
+        cred = {"hosts": ["api.example.test"], "header": "Authorization: Bearer {secret}",
+                "secret": "s3cret-value", "env": "EXAMPLE_TOKEN"}
+        sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket,
+                               allow_hosts=["api.example.test:443"], credentials=[cred])
+        self.assertEqual(json.loads(self.last()[3])["network"]["credentials"], [cred])
+        self.assertEqual(sb.network["credentials"][0]["secret"], "<redacted>")
+        self.assertEqual(sb.network["credentials"][0]["env"], "EXAMPLE_TOKEN")
+        sb.set_network(["api.example.test:443"], credentials=[dict(cred, secret="rotated")])
+        self.assertEqual(json.loads(self.last()[3])["credentials"][0]["secret"], "rotated")
+        sb.set_network(["api.example.test:443"])  # none given: all revoked
+        self.assertEqual(json.loads(self.last()[3])["credentials"], [])
+        with self.assertRaises(TypeError):  # one entry is not a list of entries
+            cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket,
+                              allow_hosts=["a.test"], credentials=cred)
+        sb.kill()
 
     def test_template_network_default(self):
         tpl = cc.Template.create(isolation="process", rootfs="/r", socket=self.fake.socket,
@@ -189,7 +207,8 @@ class ClientTest(unittest.TestCase):
         self.assertEqual((method, path), ("PUT", f"/sandboxes/{sb.id}/network"))
         self.assertEqual(headers["Content-Type"], "application/json")
         self.assertEqual(json.loads(body), {"allow_hosts": ["PyPI.org.", "10.0.0.0/8:443"],
-                                            "deny_hosts": ["evil.pypi.org"]})
+                                            "deny_hosts": ["evil.pypi.org"],
+                                            "credentials": []})
         # info is the daemon's answer (normalised names), not what was sent.
         self.assertEqual(sb.network["allow_hosts"], ["pypi.org", "10.0.0.0/8:443"])
         self.assertEqual(sb.network["proxy"], "http://127.0.0.1:3128")
@@ -197,9 +216,10 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(sb.refresh()["network"], sb.network)
         sb.set_network(internet=False)
         self.assertEqual(json.loads(self.last()[3]),
-                         {"allow_hosts": [], "deny_hosts": [], "internet": False})
+                         {"allow_hosts": [], "deny_hosts": [], "credentials": [],
+                          "internet": False})
         self.assertEqual(sb.network, {"internet": False, "allow_hosts": [], "deny_hosts": [],
-                                      "proxy": None})
+                                      "credentials": [], "proxy": None})
         # A refused change leaves info as it was; the message names the entry.
         with self.assertRaises(cc.BadRequest) as e:
             sb.set_network(["pypi.org", "a b"])
