@@ -13,11 +13,14 @@ namespace {
 constexpr size_t kBufferBytes = 128 * 1024;
 constexpr int kPumpRounds = 8;
 
-// One direction: bytes read from `from`, not yet written to `to`.
+// One direction: bytes read from `from`, not yet written to `to`. The buffer is allocated on the
+// first read and never zeroed (only what recv() wrote is sent): a short exchange -- one small
+// response, the usual forwarded GET -- touches a few pages of it, not all 128 KiB, and a
+// direction that is never read (`only_down`) has none.
 struct Direction {
   int from;
   int to;
-  std::unique_ptr<char[]> buf = std::make_unique<char[]>(kBufferBytes);
+  std::unique_ptr<char[]> buf = nullptr;
   size_t begin = 0;
   size_t end = 0;
   bool eof = false;   // `from` said EOF (or is not read at all)
@@ -29,6 +32,7 @@ struct Direction {
 
   // false on a socket error.
   bool read_some() {
+    if (!buf) buf = std::make_unique_for_overwrite<char[]>(kBufferBytes);
     ssize_t n = ::recv(from, buf.get(), kBufferBytes, MSG_DONTWAIT);
     if (n > 0) {
       begin = 0;

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -36,7 +35,8 @@ struct EgressProxyOptions {
   std::string sandbox;  // named in every log line
   EgressPolicy policy;
   Resolver resolve = resolve_with_system;
-  // Null: check_address with this host's interface addresses (read at start).
+  // Null: check_address with this host's interface addresses (read at start, then again when
+  // older than kHostAddressesMaxAge: host_addresses.h).
   AddressCheck check;
   size_t max_connections = 256;                   // past it a new connection gets 503 and is closed
   std::chrono::milliseconds head_timeout{10000};  // the whole request head (slowloris)
@@ -87,8 +87,12 @@ class EgressProxy {
   struct Connection;
   class Session;  // one connection's request, decision and tunnel (proxy_session.h)
   explicit EgressProxy(EgressProxyOptions options);
-  void accept_loop();
-  void work();
+  // A worker: waits for the listener, accepts one connection and serves it itself, then waits
+  // again. The first (acceptor_) waits for open_for_clients() first; the others are detached.
+  void work(bool first);
+  // Takes the accepted `fd` under the cap: a Connection to serve, or null when it was refused
+  // (503) or the proxy is stopping. Starts another worker when this one was the last waiting.
+  std::shared_ptr<Connection> take(UniqueFd fd);
   void serve(const std::shared_ptr<Connection>& c);
   void handle(Connection& c);
   void finish(const std::shared_ptr<Connection>& c);
@@ -103,10 +107,10 @@ class EgressProxy {
   std::condition_variable drained_;
   std::shared_ptr<const EgressPolicy> policy_;
   std::vector<std::shared_ptr<Connection>> open_;  // accepted, not finished
-  // Connections accepted and not yet taken by a worker, and the workers (one connection each at
-  // a time; idle ones wait on work_).
-  std::deque<std::shared_ptr<Connection>> queue_;
-  std::condition_variable work_;
+  // The workers (one connection each at a time) and those of them waiting on the listener: the
+  // kernel hands a new connection to one waiting worker, which serves it on its own thread (no
+  // hand-off to another thread on the request's path). At least one waits whenever the proxy
+  // is open and has a thread to spare.
   size_t workers_ = 0;
   size_t idle_workers_ = 0;
   EgressStats stats_;

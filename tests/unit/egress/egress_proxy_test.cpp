@@ -4,13 +4,16 @@
 #include "egress/proxy/egress_proxy.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/http/chunked.h"
 #include "tests/unit/egress/egress_proxy_fixture.h"
@@ -287,6 +290,52 @@ TEST_F(EgressProxyTest, ConnectionsPastTheCapGet503) {
   std::string r = exchange(path(), "");
   EXPECT_EQ(r.rfind("HTTP/1.1 503", 0), 0u) << r;
   EXPECT_EQ(proxy_->stats().over_capacity, 1u);
+}
+
+// Each worker serves the connection it accepted itself: while every running worker holds a
+// tunnel, another must already be waiting, or the next client would wait for a tunnel's end.
+TEST_F(EgressProxyTest, EachHeldTunnelLeavesAWorkerWaitingForTheNext) {
+  LoopbackUpstream echo(LoopbackUpstream::Mode::kEcho);
+  start({"allowed.test"});
+  const std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
+  // Reads `want.size()` bytes within a second.
+  auto read_exactly = [](int fd, const std::string& want) {
+    std::string got;
+    char buf[256];
+    while (got.size() < want.size()) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 1000) != 1) return got + " (timed out)";
+      ssize_t n = ::recv(fd, buf, std::min(sizeof buf, want.size() - got.size()), 0);
+      if (n <= 0) return got + " (closed)";
+      got.append(buf, static_cast<size_t>(n));
+    }
+    return got;
+  };
+  std::vector<UniqueFd> held;
+  for (int i = 0; i < 6; i++) {
+    UniqueFd c = testing::connect_proxy(path());
+    ASSERT_TRUE(c.valid());
+    std::string req = connect_line("allowed.test", echo.port());
+    ::send(c.get(), req.data(), req.size(), MSG_NOSIGNAL);
+    ASSERT_EQ(read_exactly(c.get(), established), established) << "tunnel " << i;
+    held.push_back(std::move(c));
+  }
+  EXPECT_EQ(proxy_->stats().active, 6u);
+  for (size_t i = 0; i < held.size(); i++) {
+    std::string msg = "ping " + std::to_string(i);
+    ::send(held[i].get(), msg.data(), msg.size(), MSG_NOSIGNAL);
+    EXPECT_EQ(read_exactly(held[i].get(), msg), msg);
+  }
+  held.clear();
+  for (int i = 0; i < 100 && proxy_->stats().active > 0; i++)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(proxy_->stats().active, 0u);
+  EXPECT_EQ(proxy_->stats().allowed, 6u);
+  // The workers those tunnels freed wait again: the next connection is served as the first was.
+  UniqueFd c = testing::connect_proxy(path());
+  std::string req = connect_line("allowed.test", echo.port());
+  ::send(c.get(), req.data(), req.size(), MSG_NOSIGNAL);
+  EXPECT_EQ(read_exactly(c.get(), established), established);
 }
 
 TEST_F(EgressProxyTest, StopCutsOpenTunnelsAndRemovesTheSocket) {
