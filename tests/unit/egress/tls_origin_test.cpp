@@ -118,6 +118,20 @@ TEST_F(TlsOriginTest, ThePolicyIsTheOriginsAndTheAliasNeedNotBeAllowed) {
   EXPECT_EQ(origin.connections(), 0);
 }
 
+TEST_F(TlsOriginTest, AnAliasIsPlainHttpOnPort80AndNotACONNECTTarget) {
+  TlsUpstream origin(ca_, "origin.test");
+  start_for(origin.port());
+  std::string r =
+      testing::exchange(path(), "GET http://" + std::string(kAlias) + ":8080/ HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(r.starts_with("HTTP/1.1 400")) << r;
+  EXPECT_NE(r.find("plain http on port 80"), std::string::npos) << r;
+  // CONNECT takes the ordinary path: the alias is no allowed name of its own.
+  r = testing::exchange(path(), "CONNECT " + std::string(kAlias) + ":443 HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(r.starts_with("HTTP/1.1 403")) << r;
+  EXPECT_NE(r.find("no allow rule"), std::string::npos) << r;
+  EXPECT_EQ(origin.connections(), 0);
+}
+
 TEST_F(TlsOriginTest, TheSentinelOnTheAliasToAnotherHostsOriginIsRefused) {
   TlsUpstream origin(ca_, "origin.test");
   start_for(origin.port());
