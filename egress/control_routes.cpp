@@ -1,6 +1,7 @@
 #include "egress/control_routes.h"
 
 #include "common/http/json_util.h"
+#include "egress/credential_routes.h"
 #include "egress/policy/policy_json.h"
 
 namespace carapace::egress {
@@ -14,10 +15,13 @@ nlohmann::json stats_to_json(const EgressStats& s) {
           {"over_capacity", s.over_capacity},
           {"bytes_up", s.bytes_up},
           {"bytes_down", s.bytes_down},
-          {"active", s.active}};
+          {"active", s.active},
+          {"credential_injected", s.credential_injected},
+          {"credential_refused", s.credential_refused}};
 }
 
 Status add_control_routes(http::Router& router, EgressProxy& proxy) {
+  TRY_STATUS(add_credential_routes(router, proxy));
   TRY_STATUS(router.add("GET", "/policy", [&proxy](const http::HttpRequest&) {
     return http::json_response(200, policy_to_json(proxy.policy()));
   }));

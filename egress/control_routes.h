@@ -13,7 +13,7 @@ namespace carapace::egress {
 nlohmann::json stats_to_json(const EgressStats& s);
 
 // GET /policy, PUT /policy (the whole policy; 400 naming the bad rule, the old one kept),
-// GET /stats.
+// GET /stats, and GET/PUT /credentials (credential_routes.h).
 Status add_control_routes(http::Router& router, EgressProxy& proxy);
 
 }  // namespace carapace::egress

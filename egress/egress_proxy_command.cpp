@@ -39,7 +39,10 @@ constexpr char kUsage[] =
     "  --listen-mode MODE    the socket's mode, octal (default 0600; 0666 when the folder is\n"
     "                        what keeps others out and the sandbox runs as another user)\n"
     "  --control PATH        a control socket: GET/PUT /policy {\"allow_hosts\", \"deny_hosts\"},\n"
-    "                        GET /stats\n"
+    "                        GET /stats, GET/PUT /credentials (the only way to give it secrets:\n"
+    "                        never on the command line or in the environment)\n"
+    "  --ca-file PATH        the CAs an alias's TLS origin must chain to (PEM; default\n"
+    "                        /etc/ssl/certs/ca-certificates.crt), read at start\n"
     "  --sandbox NAME        named in every log line\n"
     "  --run-as UID[:GID]    once the sockets are bound, run as UID (GID: the same number by\n"
     "                        default), not dumpable, under a seccomp allowlist (as root, the\n"
@@ -55,6 +58,7 @@ struct EgressArgs {
   mode_t listen_mode = 0600;
   std::optional<std::pair<uid_t, gid_t>> run_as;
   std::string control;
+  std::string ca_file = egress::kSystemCaBundle;
   std::string sandbox;
   std::vector<std::string> allow;
   std::vector<std::string> deny;
@@ -84,6 +88,8 @@ Result<EgressArgs> parse_args(const std::vector<std::string>& args) {
       a.run_as = std::make_pair(static_cast<uid_t>(uid), static_cast<gid_t>(gid));
     } else if (f == "--control") {
       a.control = v;
+    } else if (f == "--ca-file") {
+      a.ca_file = v;
     } else if (f == "--sandbox") {
       a.sandbox = v;
     } else if (f == "--allow-host") {
@@ -168,6 +174,7 @@ int cmd_egress_proxy(const std::vector<std::string>& args) {
   options.max_connections = parsed->max_connections;
   options.connect_timeout = to_ms(parsed->connect_timeout_s);
   options.idle_timeout = to_ms(parsed->idle_timeout_s);
+  options.ca_file = parsed->ca_file;
   auto proxy = egress::EgressProxy::start(std::move(options));
   if (!proxy.ok()) {
     fprintf(stderr, "carapace: error: egress proxy: %s\n", proxy.error().describe().c_str());

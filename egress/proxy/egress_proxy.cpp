@@ -45,6 +45,15 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(EgressProxyOptions optio
   }
   std::unique_ptr<EgressProxy> proxy(new EgressProxy(std::move(options)));
   proxy->policy_ = std::make_shared<const EgressPolicy>(proxy->options_.policy);
+  // Moved out of the options: the secrets live in one place.
+  proxy->credentials_ =
+      std::make_shared<const ProxyCredentials>(std::move(proxy->options_.credentials));
+  proxy->options_.credentials = ProxyCredentials{};
+  if (auto tls = TlsClientContext::create(proxy->options_.ca_file); tls.ok()) {
+    proxy->tls_ = std::move(*tls);
+  } else {
+    proxy->tls_error_ = tls.error().message;
+  }
   proxy->stop_.emplace(TRY(EventFd::create(EFD_NONBLOCK | EFD_CLOEXEC)));
   proxy->listener_ =
       TRY(http::listen_unix(proxy->options_.listen_path, 128, proxy->options_.listen_mode));
@@ -92,6 +101,17 @@ void EgressProxy::set_policy(EgressPolicy policy) {
     if (c->destination && !still_allowed(*next, options_.check, *c->destination, c->address))
       (void)c->cut.write();
   }
+}
+
+void EgressProxy::set_credentials(ProxyCredentials credentials) {
+  auto next = std::make_shared<const ProxyCredentials>(std::move(credentials));
+  std::lock_guard lock(mu_);
+  credentials_ = std::move(next);
+}
+
+std::shared_ptr<const ProxyCredentials> EgressProxy::credentials() const {
+  std::lock_guard lock(mu_);
+  return credentials_;
 }
 
 EgressPolicy EgressProxy::policy() const {

@@ -23,6 +23,8 @@
 #include "common/base/result.h"
 #include "common/http/listener.h"
 #include "egress/policy/egress_policy.h"
+#include "egress/proxy/proxy_credentials.h"
+#include "egress/proxy/tls_client.h"
 #include "egress/proxy/upstream.h"
 
 namespace carapace::egress {
@@ -48,6 +50,12 @@ struct EgressProxyOptions {
   bool start_closed = false;
   // One JSON object per line, without the newline. Null: stderr.
   std::function<void(const std::string&)> log;
+  // The credentials put into plain-HTTP requests and the TLS origins behind aliases
+  // (proxy_credentials.h); set_credentials replaces them live. Held in memory only.
+  ProxyCredentials credentials;
+  // The CAs an origin's certificate must chain to, read at start (before any confinement). The
+  // system bundle in production; tests give their own CA.
+  std::string ca_file = kSystemCaBundle;
 };
 
 struct EgressStats {
@@ -60,7 +68,9 @@ struct EgressStats {
   uint64_t over_capacity = 0;
   uint64_t bytes_up = 0;
   uint64_t bytes_down = 0;
-  uint64_t active = 0;  // connections open now
+  uint64_t active = 0;               // connections open now
+  uint64_t credential_injected = 0;  // requests sent on with a credential's secret put in
+  uint64_t credential_refused = 0;   // refused for a sentinel out of place or a foreign key
 };
 
 class EgressProxy {
@@ -74,6 +84,10 @@ class EgressProxy {
   // new policy denies (by name or by the address it was dialled at).
   void set_policy(EgressPolicy policy);
   EgressPolicy policy() const;
+  // Replaces the credentials and origins for requests from now on (plain HTTP is one request per
+  // connection, so none in flight changes; tunnels never carry a secret).
+  void set_credentials(ProxyCredentials credentials);
+  std::shared_ptr<const ProxyCredentials> credentials() const;
   EgressStats stats() const;
   const std::string& listen_path() const { return options_.listen_path; }
 
@@ -106,6 +120,11 @@ class EgressProxy {
   mutable std::mutex mu_;
   std::condition_variable drained_;
   std::shared_ptr<const EgressPolicy> policy_;
+  std::shared_ptr<const ProxyCredentials> credentials_;
+  // The TLS client for origins; null with tls_error_ saying why (no CA bundle), so a proxy
+  // without one still serves everything else.
+  std::shared_ptr<TlsClientContext> tls_;
+  std::string tls_error_;
   std::vector<std::shared_ptr<Connection>> open_;  // accepted, not finished
   // The workers (one connection each at a time) and those of them waiting on the listener: the
   // kernel hands a new connection to one waiting worker, which serves it on its own thread (no

@@ -123,14 +123,35 @@ void EgressProxy::Session::run_http() {
     if (auto rejected = http::request_framing(req, framing))
       return refuse(rejected->status, rejected->message, &EgressStats::bad_requests);
   }
+  // Credentials (credential_session.cpp): a sentinel in the host is refused before any lookup;
+  // an alias's request goes to its TLS origin; a plain request's head gets its secrets put in,
+  // or is refused with nothing dialled.
+  auto refuse_credential = [&](const CredentialRefusal& r) {
+    line_["status"] = 403;
+    log_credential_refusal(r);
+    answer(fd_, 403, std::string("credential_") + refusal_reason_name(r.reason) + ": " + r.message);
+  };
+  if (auto r = sentinel_in_host(
+          target->kind == ProxyTarget::Kind::kConnect ? "the CONNECT target" : "the request's host",
+          target->host))
+    return refuse_credential(*r);
   auto dest = parse_destination(target->host, target->port);
   if (!dest.ok()) return refuse(400, dest.error().message, &EgressStats::bad_requests);
+  ForwardHead forward;
+  if (target->kind == ProxyTarget::Kind::kForward) {
+    if (const OriginAlias* origin = credentials().find_origin(dest->host))
+      return forward_to_origin(req, *target, framing, *origin, refuse, refuse_credential);
+    auto head = credentialed_head(req, *target, *dest, nullptr);
+    if (!head.ok()) return refuse_credential(head.error());
+    forward = std::move(*head);
+  }
 
   auto upstream = admit(*dest);
   if (!upstream.ok()) {
     const Refusal& r = upstream.error();
     return refuse(dial_status(r.dial.kind), r.dial.reason, r.counter);
   }
+  note_injected(forward.used);
   const int up = upstream->fd.get();
   RelayBytes bytes;
   bool sent_all = true;
@@ -144,7 +165,7 @@ void EgressProxy::Session::run_http() {
       bytes.up += early.size();
     }
   } else {
-    sent_all = http::send_all(up, forward_request_head(req, *target), o.idle_timeout).ok();
+    sent_all = http::send_all(up, forward.text, o.idle_timeout).ok();
     if (sent_all) {
       auto st = send_body(reader_, framing, up, o.idle_timeout, bytes.up);
       sent_all = st == http::BodyStatus::kOk;

@@ -5,14 +5,23 @@
 // decision line and the counters -- so a policy, its live cut and the logs see one proxy.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/base/byte_relay.h"
+#include "common/http/message_parser.h"
 #include "common/http/socket_io.h"
+#include "egress/credentials/sentinel_scan.h"
 #include "egress/policy/egress_policy.h"
 #include "egress/proxy/egress_proxy.h"
 #include "egress/proxy/proxy_connection.h"
+#include "egress/proxy/proxy_credentials.h"
+#include "egress/proxy/proxy_target.h"
 #include "egress/proxy/upstream.h"
 
 namespace carapace::egress {
@@ -51,12 +60,46 @@ class EgressProxy::Session {
   // tunnel until it ends, then the byte counters and the allow line.
   void relay_and_log(int upstream, RelayBytes bytes, bool sent_all, bool only_down);
 
+  // Credentials (credential_session.cpp). The set this connection uses, taken once.
+  const ProxyCredentials& credentials();
+  // A sentinel in a host name (`what`: "the CONNECT target"), refused before any lookup.
+  std::optional<CredentialRefusal> sentinel_in_host(std::string_view what, std::string_view host);
+  // Logs a credential refusal (its reason name, the credential's env, whether it is an
+  // exfiltration attempt) and counts it; the answer in the client's protocol is the caller's.
+  void log_credential_refusal(const CredentialRefusal& r);
+  // The head sent upstream for a forwarded request (forward_request_head), with the secrets put
+  // in or refused (rewrite_request) -- unless the name stage denies `dest`, which admit() then
+  // answers as always. `origin`: the request was for its alias; Host becomes the origin's.
+  struct ForwardHead {
+    ForwardHead() = default;
+    ForwardHead(ForwardHead&&) = default;
+    ForwardHead& operator=(ForwardHead&&) = default;
+    ~ForwardHead();  // wipes `text`, which may hold a secret
+
+    std::string text;
+    std::vector<std::string> used;  // the env names of the credentials put in
+  };
+  Result<ForwardHead, CredentialRefusal> credentialed_head(const http::HttpRequest& req,
+                                                           const ProxyTarget& target,
+                                                           const Destination& dest,
+                                                           const OriginAlias* origin);
+  // After the dial: names the credentials in the line and counts the injection.
+  void note_injected(const std::vector<std::string>& used);
+  // An alias's request (tls_origin_session.cpp): the policy on the origin, resolve-then-dial, a
+  // verified TLS connection, the head and body over it and the response back as it comes.
+  using RefuseFn = std::function<void(int status, const std::string& reason, Counter field)>;
+  using RefuseCredentialFn = std::function<void(const CredentialRefusal&)>;
+  void forward_to_origin(const http::HttpRequest& req, const ProxyTarget& target,
+                         const http::BodyFraming& framing, const OriginAlias& origin,
+                         const RefuseFn& refuse, const RefuseCredentialFn& refuse_credential);
+
   EgressProxy& proxy_;
   Connection& c_;
   const int fd_;
   http::SocketReader reader_;
   json line_;
   Decision named_;  // the name stage's decision, once admit() let it through
+  std::shared_ptr<const ProxyCredentials> credentials_;
 };
 
 }  // namespace carapace::egress

@@ -91,6 +91,13 @@ void EgressProxy::Session::run_socks5() {
   line_["method"] = "CONNECT";
   line_["host"] = req->host;
   line_["port"] = req->port;
+  // A sentinel in the name (credential_session.cpp) is refused before any lookup.
+  if (auto r = sentinel_in_host("the SOCKS5 name", req->host)) {
+    line_["reply"] = static_cast<int>(Reply::kNotAllowed);
+    log_credential_refusal(*r);
+    (void)http::send_all(fd_, socks5::reply(Reply::kNotAllowed), kAnswerStall);
+    return;
+  }
   // A domain name takes the path of a CONNECT host (normalised, IDNA, strict about numeric
   // forms); an IPv4 or IPv6 address is a literal, refused unless a network rule allows it.
   auto dest = parse_destination(req->host, req->port);

@@ -4,9 +4,11 @@ in a network namespace this test makes (203.0.113.2, TEST-NET-3), names come fro
 bind-mounted over /etc/hosts in the proxy's own mount namespace. What must come through does;
 names that resolve to loopback or the metadata service, the host's own address, unlisted and
 denied names do not, over HTTP and over SOCKS5 (curl); the control socket replaces the policy
-live; bad flags are one line and status 2; SIGTERM stops it cleanly. Needs root (netns, mount namespace)."""
+live and puts credentials in (a plain-HTTP request gets the secret, an alias reaches a TLS origin
+in the namespace with it, the confined program's OpenSSL and all); bad flags are one line and status 2; SIGTERM stops it cleanly. Needs root (netns, mount namespace)."""
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -20,6 +22,43 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from egress_upstreams import HOST_IP, NS_IP, Upstreams  # noqa: E402
+
+# A TLS server in the namespace on :8443 (argv: address, certificate, key) answering with the
+# Authorization and Host it got.
+_TLS_SERVER = r'''
+import http.server, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        body = ("auth=%s host=%s path=%s" % (self.headers.get("Authorization"),
+                                             self.headers.get("Host"), self.path)).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close"); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer((sys.argv[1], 8443), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+print("ready", flush=True)
+s.serve_forever()
+'''
+
+
+def make_test_ca(folder, name):
+    """A CA and a server certificate for `name` under `folder`, with the openssl tool: returns
+    the CA's PEM and the server's certificate and key."""
+    def run(*args):
+        subprocess.run(['openssl'] + list(args), check=True, capture_output=True, cwd=folder)
+    ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes']
+    run('req', '-x509', *ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '1', '-subj',
+        '/CN=carapace test CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext',
+        'keyUsage=critical,keyCertSign,cRLSign')
+    run('req', *ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=' + name)
+    with open(os.path.join(folder, 'leaf.ext'), 'w') as f:
+        f.write('subjectAltName=DNS:%s\nbasicConstraints=CA:FALSE\n' % name)
+    run('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key',
+        '-CAcreateserial', '-out', 'leaf.pem', '-days', '1', '-extfile', 'leaf.ext')
+    return tuple(os.path.join(folder, f) for f in ('ca.pem', 'leaf.pem', 'leaf.key'))
 
 
 def ask(path, request, timeout=10):
@@ -66,7 +105,8 @@ class EgressProxyCliTest(unittest.TestCase):
             raise RuntimeError('needs root: network and mount namespaces')
         # The upstreams (HTTP on :8080, echo on :7007) and a hosts file that also names this
         # host's own end of the veth.
-        cls.upstreams = Upstreams('cpx', extra_hosts='%s self.test\n' % HOST_IP).start()
+        cls.upstreams = Upstreams('cpx', extra_hosts='%s self.test\n%s tls.test\n'
+                                  % (HOST_IP, NS_IP)).start()
         cls.tmp = cls.upstreams.tmp
         cls.hosts = cls.upstreams.hosts
 
@@ -229,6 +269,71 @@ class EgressProxyCliTest(unittest.TestCase):
         self.assertEqual(status, 400)
         status, body = control(self.ctl, 'GET', '/policy')
         self.assertEqual(body['allow_hosts'], ['203.0.113.0/24:8080'])  # the bad PUTs lost nothing
+
+    def test_credentials_come_over_the_control_socket_and_the_secret_stays_in_the_proxy(self):
+        folder = os.path.join(self.tmp, 'tls')
+        os.makedirs(folder, exist_ok=True)
+        ca, cert, key = make_test_ca(folder, 'tls.test')
+        tls = subprocess.Popen(['ip', 'netns', 'exec', self.upstreams.ns, sys.executable, '-c',
+                                _TLS_SERVER, NS_IP, cert, key], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: (tls.kill(), tls.wait(), tls.stdout.close()))
+        self.assertEqual(tls.stdout.readline().strip(), 'ready')
+        self.start('--allow-host', 'allowed.test:8080', '--allow-host', 'other.test:8080',
+                   '--allow-host', 'tls.test:8443', '--allow-host', 'other.test:8443',
+                   '--ca-file', ca)
+        secret = 'sk-cli-' + secrets.token_hex(20)  # unreserved only: the same percent-encoded
+        tls_secret = 'tk-cli-' + secrets.token_hex(20)
+        sentinel = 'carapace-cred-' + secrets.token_hex(16)
+        tls_sentinel = 'carapace-cred-' + secrets.token_hex(16)
+        body = {'credentials': [
+            {'hosts': ['allowed.test:8080'], 'query': 'api_key', 'secret': secret,
+             'env': 'API_KEY', 'sentinel': sentinel},
+            {'hosts': ['tls.test', 'other.test:8443'], 'header': 'Authorization: Bearer {secret}',
+             'secret': tls_secret, 'env': 'TLS_TOKEN', 'sentinel': tls_sentinel}],
+            'upstreams': [{'alias': 'tls-alias.carapace.internal', 'origin': 'https://tls.test:8443'},
+                          {'alias': 'impostor.carapace.internal',
+                           'origin': 'https://other.test:8443'}]}
+        status, view = control(self.ctl, 'PUT', '/credentials', body)
+        self.assertEqual(status, 200, view)
+        self.assertEqual([c['secret'] for c in view['credentials']], ['<redacted>'] * 2)
+        self.assertEqual(control(self.ctl, 'GET', '/credentials'), (200, view))
+        # Plain HTTP: the sentinel becomes the secret on its own host.
+        r = ask(self.sock, 'GET http://allowed.test:8080/q?api_key=%s HTTP/1.1\r\n\r\n' % sentinel)
+        self.assertIn('path=/q?api_key=%s ' % secret, r)
+        # The same sentinel to another allowed host: refused, an exfiltration attempt.
+        r = ask(self.sock, 'GET http://other.test:8080/q?api_key=%s HTTP/1.1\r\n\r\n' % sentinel)
+        self.assertTrue(r.startswith('HTTP/1.1 403'), r)
+        self.assertIn('credential_sentinel_to_other_host', r)
+        # The alias: plain HTTP in, TLS verified for tls.test out, the secret in the header.
+        r = ask(self.sock, 'GET http://tls-alias.carapace.internal/repos HTTP/1.1\r\n'
+                'Authorization: Bearer %s\r\n\r\n' % tls_sentinel)
+        self.assertIn('auth=Bearer %s host=tls.test:8443 path=/repos' % tls_secret, r)
+        # A server whose certificate is not for the origin's name gets nothing: 502.
+        r = ask(self.sock, 'GET http://impostor.carapace.internal/ HTTP/1.1\r\n'
+                'Authorization: Bearer %s\r\n\r\n' % tls_sentinel)
+        self.assertTrue(r.startswith('HTTP/1.1 502'), r)
+        self.assertIn('certificate verify failed', r)
+        # Revoked: the sentinel is then no live credential's, refused everywhere.
+        status, view = control(self.ctl, 'PUT', '/credentials', {'credentials': []})
+        self.assertEqual((status, view), (200, {'credentials': [], 'upstreams': []}))
+        r = ask(self.sock, 'GET http://allowed.test:8080/q?api_key=%s HTTP/1.1\r\n\r\n' % sentinel)
+        self.assertTrue(r.startswith('HTTP/1.1 403'), r)
+        status, stats = control(self.ctl, 'GET', '/stats')
+        self.assertEqual((stats['credential_injected'], stats['credential_refused']), (2, 2))
+        self.assertIsNone(self.proc.poll())  # OpenSSL worked under the seccomp allowlist
+        lines = self.log_lines()
+        exfil = [l for l in lines if l.get('reason') == 'credential_sentinel_to_other_host']
+        self.assertEqual(len(exfil), 1, lines)
+        self.assertEqual((exfil[0]['credential'], exfil[0]['exfiltration_attempt']),
+                         ('API_KEY', True))
+        self.assertIn('TLS_TOKEN', [l.get('credential') for l in lines])
+        self.log.seek(0)
+        everything = self.log.read()
+        for s in (secret, tls_secret):
+            self.assertNotIn(s, everything)
+            self.assertNotIn(s, json.dumps(stats))
+            with open('/proc/%d/cmdline' % self.proc.pid, 'rb') as f:
+                self.assertNotIn(s.encode(), f.read())
 
     def test_sigterm_stops_it_and_removes_the_socket(self):
         # Unconfined it removes its sockets; confined it may not be able to (the folder is root's

@@ -56,6 +56,8 @@ class EgressProxyTest : public ::testing::Test {
     o.max_connections = max_connections_;
     o.max_head_bytes = max_head_bytes_;
     o.start_closed = start_closed_;
+    o.credentials = credentials_;
+    if (!ca_file_.empty()) o.ca_file = ca_file_;
     o.log = [this](const std::string& line) {
       std::lock_guard lock(log_mu_);
       log_.push_back(line);
@@ -80,6 +82,8 @@ class EgressProxyTest : public ::testing::Test {
   size_t max_connections_ = 64;
   size_t max_head_bytes_ = 16 * 1024;
   bool start_closed_ = false;
+  ProxyCredentials credentials_;  // what the proxy starts with
+  std::string ca_file_;           // "" for the system bundle
   std::mutex log_mu_;
   std::vector<std::string> log_;
   std::unique_ptr<EgressProxy> proxy_;
