@@ -83,7 +83,8 @@ Status EgressSidecar::set_policy(const egress::EgressPolicy& policy) {
   return ok_status();
 }
 
-Status EgressSidecar::set_credentials(const egress::CredentialSet& credentials) {
+Status EgressSidecar::set_credentials(const egress::CredentialSet& credentials,
+                                      const std::vector<egress::OriginAlias>& upstreams) {
   json list = json::array();
   for (const egress::Credential& c : credentials.entries()) {
     json entry = egress::credential_view_json(c.spec);
@@ -91,7 +92,8 @@ Status EgressSidecar::set_credentials(const egress::CredentialSet& credentials) 
     entry["sentinel"] = c.sentinel;
     list.push_back(std::move(entry));
   }
-  json body{{"credentials", std::move(list)}};
+  json body{{"credentials", std::move(list)},
+            {"upstreams", egress::origin_aliases_to_json(upstreams)}};
   std::string text = body.dump();
   auto r = call("PUT", "/credentials", text);
   // The daemon's copies of the secrets are its NetworkSpec's; these are wiped rather than left
@@ -130,6 +132,8 @@ std::map<std::string, uint64_t> EgressSidecar::counters() {
   out["egress_bytes_up"] = get(s, "bytes_up");
   out["egress_bytes_down"] = get(s, "bytes_down");
   out["egress_active"] = get(s, "active");
+  out["egress_credential_injected"] = get(s, "credential_injected");
+  out["egress_credential_refused"] = get(s, "credential_refused");
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include "daemon/backends/backend.h"
 #include "daemon/backends/microvm_process.h"
 #include "egress/credentials/credential_set.h"
+#include "egress/credentials/proxy_credentials.h"
 #include "egress/policy/egress_policy.h"
 
 namespace carapace::service {
@@ -46,7 +47,8 @@ class EgressSidecar {
   // Replaces the proxy's credentials (empty: every one revoked; the next request that carries a
   // sentinel is refused). The secrets travel only over the 0600 control socket -- never on the
   // proxy's command line or in its environment, which /proc shows.
-  Status set_credentials(const egress::CredentialSet& credentials);
+  Status set_credentials(const egress::CredentialSet& credentials,
+                         const std::vector<egress::OriginAlias>& upstreams);
   // The proxy's counters by name (egress_allowed, egress_denied_rule, egress_bytes_up, ...); empty
   // when it does not answer.
   std::map<std::string, uint64_t> counters();

@@ -76,13 +76,20 @@ ApiResult<NetworkSpec> parse_network_spec(const json& v, const std::string& fiel
     n.credentials = std::move(*creds);
     rules.erase("credentials");
   }
+  if (v.contains("upstreams")) {
+    auto ups = egress::origin_aliases_from_json(v["upstreams"], field + ".upstreams");
+    if (!ups.ok()) return bad_request(ups.error().message);
+    n.upstreams = std::move(*ups);
+    rules.erase("upstreams");
+  }
   auto policy = egress::policy_from_json(rules, field);
   if (!policy.ok()) return bad_request(policy.error().message);
   n.internet = internet.value_or(!policy->allow.empty());
   if (!n.internet && !policy->allow.empty())
     return bad_request(field + ": allow_hosts given with internet false");
-  if (!n.internet && !n.credentials.empty())
-    return bad_request(field + ": credentials need internet (allow_hosts naming their hosts)");
+  if (!n.internet && (!n.credentials.empty() || !n.upstreams.empty()))
+    return bad_request(
+        field + ": credentials and upstreams need internet (allow_hosts naming their hosts)");
   n.policy = std::move(*policy);
   return n;
 }
@@ -95,6 +102,7 @@ json network_spec_json(const NetworkSpec& n, bool with_credentials) {
     for (const egress::CredentialSpec& c : n.credentials)
       j["credentials"].push_back(egress::credential_view_json(c));
   }
+  j["upstreams"] = egress::origin_aliases_to_json(n.upstreams);
   return j;
 }
 

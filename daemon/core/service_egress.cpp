@@ -57,8 +57,9 @@ Status SandboxService::apply_network(SandboxEntry& s, const NetworkSpec& network
   egress::CredentialSet credentials = TRY(credentials_for(s.credentials, network.credentials));
   if (s.egress && s.egress->alive()) {
     TRY_STATUS(s.egress->set_policy(network.policy));
-    if (!credentials.empty() || !s.credentials.empty())
-      TRY_STATUS(s.egress->set_credentials(credentials));
+    if (!credentials.empty() || !s.credentials.empty() || !network.upstreams.empty() ||
+        !s.network.upstreams.empty())
+      TRY_STATUS(s.egress->set_credentials(credentials, network.upstreams));
     if (ports != egress::transparent_ports(s.network.policy) ||
         credentials.env() != s.credentials.env()) {
       // New captured ports: the agent's forwarder restarts on them (its tunnels are cut; the
@@ -85,7 +86,8 @@ Status SandboxService::apply_network(SandboxEntry& s, const NetworkSpec& network
   spec.policy = network.policy;
   auto sidecar = TRY(EgressSidecar::start(std::move(spec)));
   // Before the agent is pointed at it: the first request already finds its credentials.
-  if (!credentials.empty()) TRY_STATUS(sidecar->set_credentials(credentials));
+  if (!credentials.empty() || !network.upstreams.empty())
+    TRY_STATUS(sidecar->set_credentials(credentials, network.upstreams));
   auto client = TRY(s.instance->agent().connect());
   client.set_io_timeout_ms(5000);
   // A fork child's agent still holds its parent's sentinels: the env given here replaces them.

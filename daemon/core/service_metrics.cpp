@@ -50,6 +50,11 @@ void render_egress(std::string& out,
        "egress_upstream_failures"},
       {"carapace_egress_active_connections", "gauge", "Egress connections open now.",
        "egress_active"},
+      {"carapace_egress_credential_injected_total", "counter",
+       "Requests the egress proxy put a credential's secret into.", "egress_credential_injected"},
+      {"carapace_egress_credential_refused_total", "counter",
+       "Requests refused for a credential's sentinel or slot (exfiltration attempts among them).",
+       "egress_credential_refused"},
   };
   for (const Plain& p : kPlain) {
     header(out, p.metric, p.type, p.help);

@@ -16,6 +16,7 @@
 #include "daemon/backends/backend.h"
 #include "daemon/core/api_result.h"
 #include "egress/credentials/credential_spec.h"
+#include "egress/credentials/proxy_credentials.h"
 #include "egress/policy/egress_policy.h"
 
 namespace carapace::service {
@@ -49,6 +50,8 @@ struct NetworkSpec {
   bool internet = false;
   egress::EgressPolicy policy;
   std::vector<egress::CredentialSpec> credentials;
+  // Plain-HTTP aliases the proxy sends on to their TLS origins, credentials added.
+  std::vector<egress::OriginAlias> upstreams;
 };
 
 // POST /templates.

@@ -23,7 +23,7 @@
 #include "common/base/result.h"
 #include "common/http/listener.h"
 #include "egress/policy/egress_policy.h"
-#include "egress/proxy/proxy_credentials.h"
+#include "egress/credentials/proxy_credentials.h"
 #include "egress/proxy/tls_client.h"
 #include "egress/proxy/upstream.h"
 

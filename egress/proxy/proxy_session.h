@@ -20,7 +20,7 @@
 #include "egress/policy/egress_policy.h"
 #include "egress/proxy/egress_proxy.h"
 #include "egress/proxy/proxy_connection.h"
-#include "egress/proxy/proxy_credentials.h"
+#include "egress/credentials/proxy_credentials.h"
 #include "egress/proxy/proxy_target.h"
 #include "egress/proxy/upstream.h"
 

@@ -1,6 +1,7 @@
 """Upstreams for the egress tests, with no internet: a network namespace reached over a veth
 (host 203.0.113.1, namespace 203.0.113.2, TEST-NET-3), in it an HTTP server on :8080 (a PEP 503
-package index under /simple/ with one wheel, else "path=<path> host=<Host>") and an echo server
+package index under /simple/ with one wheel, /headers the request's header fields, else
+"path=<path> host=<Host>") and an echo server
 on :7007, and a hosts file naming them. `daemon_prefix()` runs a daemon in a mount namespace of
 its own with that file over /etc/hosts, so the proxies it starts resolve the test's names with
 the production resolver and address checks while the rest of the host sees nothing.
@@ -31,6 +32,8 @@ class H(http.server.BaseHTTPRequestHandler):
                         b'demo_pkg-1.0-py3-none-any.whl</a></body></html>', "text/html")
         elif self.path == "/files/demo_pkg-1.0-py3-none-any.whl":
             self.answer(wheel, "application/octet-stream")
+        elif self.path.startswith("/headers"):
+            self.answer("".join("%s: %s\n" % kv for kv in self.headers.items()).encode())
         else:
             self.answer(("path=%s host=%s" % (self.path, self.headers.get("Host"))).encode())
     def log_message(self, *a): pass

@@ -174,10 +174,72 @@ class SandboxEgressTest(unittest.TestCase):
         r = self.run_in(sb, "curl -sS --max-time 10 --noproxy '*' http://%s:8080/" % NS_IP)
         self.assertNotEqual(r.exit_code, 0, r.stdout)
 
+    def test_credentials_reach_their_host_and_never_the_sandbox(self):
+        # docs/security.md #46-48: the sandbox holds a sentinel; the proxy puts the secret in
+        # for the credential's own host only, and nothing the sandbox can read holds it.
+        secret = 'real-secret-' + os.urandom(12).hex()
+        cred = {'hosts': ['allowed.test:8080'], 'header': 'X-Api-Key: {secret}',
+                'secret': secret, 'env': 'API_KEY'}
+        sb = self.sandbox({'allow_hosts': ['allowed.test:8080', 'other.test:8080'],
+                           'credentials': [cred]})
+        self.assertEqual(sb.info['network']['credentials'],
+                         [dict(cred, secret='<redacted>')])
+        sentinel = self.run_in(sb, 'printf %s "$API_KEY"').stdout
+        self.assertRegex(sentinel, r'^carapace-cred-[0-9a-f]{32}$')
+        with_key = CURL + '-H "X-Api-Key: $API_KEY" http://%s:8080/headers'
+        r = self.run_in(sb, with_key % 'allowed.test')
+        self.assert_ok(r, 'the credential\'s host')
+        self.assertIn('X-Api-Key: ' + secret, r.stdout)
+        # The same sentinel to another allowed host: refused, nothing sent, logged.
+        r = self.run_in(sb, 'curl -sS --max-time 20 -D - -o /dev/null -H "X-Api-Key: $API_KEY" '
+                            'http://other.test:8080/headers')
+        self.assertIn(' 403 ', (r.stdout.splitlines() or [''])[0], r.stdout + r.stderr)
+        self.assertIn('credential_sentinel_to_other_host', r.stdout)
+        refused = [d for d in self.log_decisions(sb.id)
+                   if d.get('host') == 'other.test' and d.get('exfiltration_attempt')]
+        self.assertTrue(refused, self.log_decisions(sb.id))
+        # An attacker's own key in the credential's slot: refused too.
+        r = self.run_in(sb, 'curl -sS --max-time 20 -D - -o /dev/null -H "X-Api-Key: mine" '
+                            'http://allowed.test:8080/headers')
+        self.assertIn(' 403 ', (r.stdout.splitlines() or [''])[0], r.stdout + r.stderr)
+        # Nothing the sandbox can read holds the secret: its environment, every process's
+        # environ, its files.
+        r = self.run_in(sb, 'env; cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n"; '
+                            'grep -rl -- "%s" / 2>/dev/null; true' % secret[:20], timeout=120)
+        self.assertNotIn(secret, r.stdout + r.stderr)
+        self.assertIn(sentinel, r.stdout)
+        # Rotation: the same sentinel, the new secret on the next request.
+        rotated = 'rotated-' + os.urandom(12).hex()
+        sb.set_network(['allowed.test:8080', 'other.test:8080'],
+                       credentials=[dict(cred, secret=rotated)])
+        self.assertEqual(self.run_in(sb, 'printf %s "$API_KEY"').stdout, sentinel)
+        r = self.run_in(sb, with_key % 'allowed.test')
+        self.assert_ok(r, 'after rotation')
+        self.assertIn('X-Api-Key: ' + rotated, r.stdout)
+        # Revocation: the next request with the sentinel fails.
+        sb.set_network(['allowed.test:8080', 'other.test:8080'])
+        r = self.run_in(sb, 'curl -sS --max-time 20 -D - -o /dev/null -H "X-Api-Key: %s" '
+                            'http://allowed.test:8080/headers' % sentinel)
+        self.assertIn(' 403 ', (r.stdout.splitlines() or [''])[0], r.stdout + r.stderr)
+        metrics = self.client.request('GET', '/metrics')[2].decode()
+        for name in ('carapace_egress_credential_injected_total',
+                     'carapace_egress_credential_refused_total'):
+            line = [l for l in metrics.splitlines()
+                    if l.startswith('%s{sandbox="%s"}' % (name, sb.id))]
+            self.assertTrue(line and int(line[0].split()[-1]) >= 2, (name, line))
+        # Neither the daemon's log nor its state folder holds either secret.
+        with open(self.daemon.log_path, encoding='utf-8', errors='replace') as f:
+            log = f.read()
+        self.assertNotIn(secret, log)
+        self.assertNotIn(rotated, log)
+        found = subprocess.run(['grep', '-rl', '-e', secret, '-e', rotated, self.daemon.state],
+                               capture_output=True, text=True)
+        self.assertEqual(found.stdout, '')
+
     def test_a_sandbox_without_a_policy_has_no_socket_and_no_way_out(self):
         sb = self.sandbox()
         self.assertEqual(sb.info['network'], {'internet': False, 'allow_hosts': [],
-                                              'deny_hosts': [], 'credentials': [],
+                                              'deny_hosts': [], 'credentials': [], 'upstreams': [],
                                               'proxy': None})
         r = self.run_in(sb, 'ls -A /run/carapace-egress; env | grep -ci _proxy=')
         self.assertEqual(r.stdout.strip(), '0', r.stdout + r.stderr)

@@ -151,6 +151,7 @@ TEST_F(DaemonTest, NetworkPolicyIsRefusedWhereTheBackEndHasNoEgress) {
                                  {"allow_hosts", json::array()},
                                  {"deny_hosts", json::array()},
                                  {"credentials", json::array()},
+                                 {"upstreams", json::array()},
                                  {"proxy", nullptr}}));
   r = call("PUT", "/sandboxes/" + sb["id"].get<std::string>() + "/network",
            R"({"allow_hosts": ["a.test"]})");

@@ -26,7 +26,8 @@ TEST(NetworkSpecTest, InternetFollowsTheAllowRulesUnlessGiven) {
   EXPECT_EQ(network_spec_json(*on), (json{{"internet", true},
                                           {"allow_hosts", {"pypi.org:443", "*.pythonhosted.org"}},
                                           {"deny_hosts", json::array()},
-                                          {"credentials", json::array()}}));
+                                          {"credentials", json::array()},
+                                          {"upstreams", json::array()}}));
 }
 
 TEST(NetworkSpecTest, BadInputIsOneLineNamingTheField) {

@@ -45,11 +45,14 @@ def _credentials(credentials):
     return out
 
 
-def _network(allow_hosts, deny_hosts, internet, credentials=None):
+def _network(allow_hosts, deny_hosts, internet, credentials=None, upstreams=None):
     """The API's ``network`` object from the keyword arguments, or None when none was given."""
-    if allow_hosts is None and deny_hosts is None and internet is None and credentials is None:
+    if (allow_hosts is None and deny_hosts is None and internet is None and credentials is None
+            and upstreams is None):
         return None
     network = {}
+    if upstreams is not None:
+        network["upstreams"] = [dict(u) for u in upstreams]
     if credentials is not None:
         network["credentials"] = _credentials(credentials)
     if allow_hosts is not None:
@@ -146,7 +149,7 @@ class Sandbox:
     # -- construction -------------------------------------------------------------------------
     @classmethod
     def create(cls, template, timeout=300, env=None, socket=None, allow_hosts=None,
-               deny_hosts=None, internet=None, client=None, credentials=None):
+               deny_hosts=None, internet=None, client=None, credentials=None, upstreams=None):
         """A new sandbox from ``template`` (an id) living ``timeout`` seconds.
 
         ``allow_hosts``/``deny_hosts`` (lists of rules such as ``"pypi.org:443"``,
@@ -154,15 +157,16 @@ class Sandbox:
         with none of them given the template's default applies (docs/api.md, "Egress").
         ``credentials`` (a list of ``{"hosts": [...], "header": "Authorization: Bearer
         {secret}", "secret": ..., "env": "NAME"}``) are added by the host's proxy to the requests
-        for their hosts; the sandbox sees only a sentinel in ``$NAME`` (docs/api.md,
-        "Credentials")."""
+        for their hosts; the sandbox sees only a sentinel in ``$NAME``. ``upstreams`` (``[{"alias":
+        "api.carapace.internal", "origin": "https://api.example.com"}]``) are plain-HTTP names
+        the proxy sends on to their origins over verified TLS (docs/api.md, "Credentials")."""
         c = _client(socket, client)
         body = {"template": template}
         if timeout is not None:
             body["timeout_s"] = int(timeout)
         if env:
             body["env"] = dict(env)
-        network = _network(allow_hosts, deny_hosts, internet, credentials)
+        network = _network(allow_hosts, deny_hosts, internet, credentials, upstreams)
         if network is not None:
             body["network"] = network
         return cls(c.json("POST", "/sandboxes", body), c)
@@ -285,18 +289,20 @@ class Sandbox:
     @property
     def network(self):
         """The egress policy as the daemon last reported it: ``{"internet", "allow_hosts",
-        "deny_hosts", "credentials", "proxy"}``; ``proxy`` is the address programs inside use
+        "deny_hosts", "credentials", "upstreams", "proxy"}``; ``proxy`` is the address programs inside use
         (None without internet); each credential's ``secret`` reads ``"<redacted>"``."""
         return self.info.get("network")
 
-    def set_network(self, allow_hosts=(), deny_hosts=(), internet=None, credentials=()):
+    def set_network(self, allow_hosts=(), deny_hosts=(), internet=None, credentials=(),
+                    upstreams=()):
         """Replaces the egress policy live (connections it now denies are cut); no allow rule,
         or ``internet=False``, leaves no way out. ``credentials`` replace the sandbox's: an
         entry whose ``env`` it already had keeps its sentinel (a new secret is a rotation), one
         left out is revoked. Returns self with ``info`` updated."""
         body = {"allow_hosts": _rules("allow_hosts", allow_hosts),
                 "deny_hosts": _rules("deny_hosts", deny_hosts),
-                "credentials": _credentials(credentials)}
+                "credentials": _credentials(credentials),
+                "upstreams": [dict(u) for u in upstreams]}
         if internet is not None:
             body["internet"] = bool(internet)
         self.info = self._client.json("PUT", self._path("/network"), body)

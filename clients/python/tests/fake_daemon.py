@@ -27,7 +27,7 @@ def _err(status, code, message):
 
 _PROXY = "http://127.0.0.1:3128"
 _NO_INTERNET = {"internet": False, "allow_hosts": [], "deny_hosts": [], "credentials": [],
-                "proxy": None}
+                "upstreams": [], "proxy": None}
 
 
 def _policy(doc, where="network"):
@@ -36,7 +36,7 @@ def _policy(doc, where="network"):
     trailing dot, so a client that shows what it sent rather than the answer is caught."""
     if not isinstance(doc, dict):
         return None, _err(400, "bad_request", f"{where}: must be an object")
-    unknown = set(doc) - {"allow_hosts", "deny_hosts", "internet", "credentials"}
+    unknown = set(doc) - {"allow_hosts", "deny_hosts", "internet", "credentials", "upstreams"}
     if unknown:
         return None, _err(400, "bad_request", f"{where}.{sorted(unknown)[0]}: unknown field")
     lists = {}
@@ -66,7 +66,10 @@ def _policy(doc, where="network"):
         return None, _err(400, "bad_request", f"{where}: credentials need internet")
     if not internet:
         return copy.deepcopy(_NO_INTERNET), None
-    return dict(internet=True, **lists, credentials=view, proxy=_PROXY), None
+    ups = doc.get("upstreams", [])
+    if not isinstance(ups, list):
+        return None, _err(400, "bad_request", f"{where}.upstreams: must be an array")
+    return dict(internet=True, **lists, credentials=view, upstreams=list(ups), proxy=_PROXY), None
 
 
 class FakeDaemon:

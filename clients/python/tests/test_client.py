@@ -149,14 +149,15 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(sb.network, {"internet": True,
                                       "allow_hosts": ["pypi.org:443", "*.pythonhosted.org"],
                                       "deny_hosts": ["evil.pypi.org"],
-                                      "credentials": [],
+                                      "credentials": [], "upstreams": [],
                                       "proxy": "http://127.0.0.1:3128"})
         sb.kill()
         # Only what was given goes out; nothing at all leaves the template's default.
         sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket, internet=False)
         self.assertEqual(json.loads(self.last()[3])["network"], {"internet": False})
         self.assertEqual(sb.network, {"internet": False, "allow_hosts": [], "deny_hosts": [],
-                                      "credentials": [], "proxy": None})
+                                      "credentials": [], "upstreams": [],
+                                      "proxy": None})
         sb.kill()
         sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket)
         self.assertNotIn("network", json.loads(self.last()[3]))
@@ -208,7 +209,7 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(headers["Content-Type"], "application/json")
         self.assertEqual(json.loads(body), {"allow_hosts": ["PyPI.org.", "10.0.0.0/8:443"],
                                             "deny_hosts": ["evil.pypi.org"],
-                                            "credentials": []})
+                                            "credentials": [], "upstreams": []})
         # info is the daemon's answer (normalised names), not what was sent.
         self.assertEqual(sb.network["allow_hosts"], ["pypi.org", "10.0.0.0/8:443"])
         self.assertEqual(sb.network["proxy"], "http://127.0.0.1:3128")
@@ -217,9 +218,10 @@ class ClientTest(unittest.TestCase):
         sb.set_network(internet=False)
         self.assertEqual(json.loads(self.last()[3]),
                          {"allow_hosts": [], "deny_hosts": [], "credentials": [],
-                          "internet": False})
+                          "upstreams": [], "internet": False})
         self.assertEqual(sb.network, {"internet": False, "allow_hosts": [], "deny_hosts": [],
-                                      "credentials": [], "proxy": None})
+                                      "credentials": [], "upstreams": [],
+                                      "proxy": None})
         # A refused change leaves info as it was; the message names the entry.
         with self.assertRaises(cc.BadRequest) as e:
             sb.set_network(["pypi.org", "a b"])

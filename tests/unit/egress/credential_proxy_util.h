@@ -13,7 +13,7 @@
 
 #include "egress/credentials/credential_set.h"
 #include "egress/credentials/sentinel.h"
-#include "egress/proxy/proxy_credentials.h"
+#include "egress/credentials/proxy_credentials.h"
 #include "tests/unit/egress/credential_test_util.h"
 
 namespace carapace::egress::testing {

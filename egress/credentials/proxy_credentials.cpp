@@ -1,4 +1,4 @@
-#include "egress/proxy/proxy_credentials.h"
+#include "egress/credentials/proxy_credentials.h"
 
 #include <set>
 
