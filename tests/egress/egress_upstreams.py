@@ -1,6 +1,7 @@
 """Upstreams for the egress tests, with no internet: a network namespace reached over a veth
 (host 203.0.113.1, namespace 203.0.113.2, TEST-NET-3), in it an HTTP server on :8080 (a PEP 503
-package index under /simple/ with one wheel, /headers the request's header fields, else
+package index under /simple/ with one wheel, /headers the request's header fields, /record
+the same kept in a file (`recorded()`) and only "recorded" sent back, else
 "path=<path> host=<Host>") and an echo server
 on :7007, and a hosts file naming them. `daemon_prefix()` runs a daemon in a mount namespace of
 its own with that file over /etc/hosts, so the proxies it starts resolve the test's names with
@@ -32,6 +33,11 @@ class H(http.server.BaseHTTPRequestHandler):
                         b'demo_pkg-1.0-py3-none-any.whl</a></body></html>', "text/html")
         elif self.path == "/files/demo_pkg-1.0-py3-none-any.whl":
             self.answer(wheel, "application/octet-stream")
+        elif self.path.startswith("/record"):
+            # Kept here, not sent back: a test can look for a secret in the sandbox's memory.
+            with open(sys.argv[3], "a") as f:
+                f.write("".join("%s: %s\n" % kv for kv in self.headers.items()))
+            self.answer(b"recorded")
         elif self.path.startswith("/headers"):
             self.answer("".join("%s: %s\n" % kv for kv in self.headers.items()).encode())
         else:
@@ -85,6 +91,7 @@ class Upstreams:
         self.extra_hosts = extra_hosts  # more hosts-file lines, e.g. a name for HOST_IP
         self.tmp = tempfile.mkdtemp(prefix='carapace-egress-upstreams-')
         self.hosts = os.path.join(self.tmp, 'hosts')
+        self.record_path = os.path.join(self.tmp, 'recorded')
         self.server = None
 
     def start(self):
@@ -100,12 +107,21 @@ class Upstreams:
         wheel = os.path.join(self.tmp, 'demo_pkg-1.0-py3-none-any.whl')
         make_wheel(wheel)
         self.server = subprocess.Popen(['ip', 'netns', 'exec', ns, sys.executable, '-c', _SERVER,
-                                        NS_IP, wheel], stdout=subprocess.PIPE, text=True)
+                                        NS_IP, wheel, self.record_path],
+                                       stdout=subprocess.PIPE, text=True)
         if self.server.stdout.readline().strip() != 'ready':
             raise RuntimeError('the upstream servers in the namespace did not start')
         with open(self.hosts, 'w') as f:
             f.write(HOSTS + self.extra_hosts)
         return self
+
+    def recorded(self):
+        """The header fields of every /record request so far."""
+        try:
+            with open(self.record_path) as f:
+                return f.read()
+        except FileNotFoundError:
+            return ''
 
     def daemon_prefix(self):
         return ['unshare', '--mount', '--propagation', 'private', 'sh', '-c',

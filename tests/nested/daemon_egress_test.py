@@ -8,7 +8,9 @@ namespace (tests/egress/egress_upstreams.py). Shown: an allowed name through cur
 denied and an unlisted one refused, no route around the proxy; a live policy change; fork into
 two children with different allowlists, each reaching only its own host, while the parent's open
 tunnel survives the fork and the children's copies of it do not; a sandbox from the refilled
-pool under its own policy; one without a policy has no proxy; nothing left once destroyed.
+pool under its own policy; one without a policy has no proxy; the transparent mode; a
+credential injected on the host while the guest's environment and RAM hold only its sentinel;
+nothing left once destroyed.
 
 Environment: as tests/nested/daemon_image_test.py.
 """
@@ -53,6 +55,32 @@ except OSError as e:
     result = "dead: %s" % e
 open("/tmp/result", "w").write(result)
 '''
+
+
+def guest_ram_holds(pid, needles, mem_mib):
+    """Which of `needles` are in the guest RAM of the VMM `pid`: every mapping of it at least
+    `mem_mib` MiB long, read through /proc/PID/mem (root)."""
+    found = set()
+    wanted = [n.encode() for n in needles]
+    overlap = max(len(w) for w in wanted)
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+        for line in maps:
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            if hi - lo < mem_mib << 20:
+                continue
+            tail = b""
+            for at in range(lo, hi, 16 << 20):
+                mem.seek(at)
+                try:
+                    chunk = tail + mem.read(min(16 << 20, hi - at))
+                except OSError:
+                    tail = b""
+                    continue
+                for n, w in zip(needles, wanted):
+                    if w in chunk:
+                        found.add(n)
+                tail = chunk[-overlap:]
+    return found
 
 
 def say(msg):
@@ -177,9 +205,27 @@ class DaemonEgress(unittest.TestCase):
         self.assertEqual(r.stdout.strip(), "0")
         say("live change, pooled sandbox and no-policy sandbox as expected")
 
+        # Credentials: the secret reaches its host from inside the VM and is nowhere in the
+        # guest -- not in its environment, not in its RAM (read through the VMM's mapping of it;
+        # the sentinel, which is there, shows the scan can find what it looks for).
+        secret = "nested-secret-" + os.urandom(12).hex()
+        cred = create({"allow_hosts": ["allowed.test:8080"],
+                       "credentials": [{"hosts": ["allowed.test:8080"], "env": "API_KEY",
+                                        "header": "X-Api-Key: {secret}", "secret": secret}]})
+        sentinel = self.run_ok(cred, 'printf %s "$API_KEY"', "the sentinel").stdout
+        self.assertTrue(sentinel.startswith("carapace-cred-"), sentinel)
+        r = self.run_ok(cred, CURL + '-H "X-Api-Key: $API_KEY" http://allowed.test:8080/record',
+                        "a credentialed request")
+        self.assertEqual(r.stdout, "recorded")
+        self.assertIn("X-Api-Key: " + secret, up.recorded())
+        found = guest_ram_holds(cred.info["backend"]["pid"], [secret, sentinel], 1024)
+        self.assertEqual(found, {sentinel}, "the secret is in the guest's RAM" if secret in found
+                         else "the scan did not find the sentinel: it proves nothing")
+        say("credentials: injected on the host; the guest's env and RAM hold only the sentinel")
+
         live = egress_proxy_pids(daemon.state)
-        self.assertEqual(len(live), 4, live)  # parent, two children, pooled: not `none`
-        for sb in (parent, other, same, pooled, none):
+        self.assertEqual(len(live), 5, live)  # parent, two children, pooled, cred: not `none`
+        for sb in (parent, other, same, pooled, none, cred):
             sb.kill()
         deadline = time.monotonic() + 30
         while egress_proxy_pids(daemon.state) and time.monotonic() < deadline:
