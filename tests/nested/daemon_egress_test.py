@@ -57,9 +57,34 @@ open("/tmp/result", "w").write(result)
 '''
 
 
+def with_descendants(pid):
+    """`pid` and every process below it (a jailed VMM runs under its jailer)."""
+    parent = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    parent[int(p)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(c for c, pp in parent.items() if pp == p)
+    return out
+
+
 def guest_ram_holds(pid, needles, mem_mib):
-    """Which of `needles` are in the guest RAM of the VMM `pid`: every mapping of it at least
-    `mem_mib` MiB long, read through /proc/PID/mem (root)."""
+    """Which of `needles` are in the guest RAM of the VMM `pid` (or a process below it): every
+    mapping at least `mem_mib` MiB long, read through /proc/PID/mem (root)."""
+    found = set()
+    for p in with_descendants(pid):
+        found |= mappings_hold(p, needles, mem_mib)
+    return found
+
+
+def mappings_hold(pid, needles, mem_mib):
     found = set()
     wanted = [n.encode() for n in needles]
     overlap = max(len(w) for w in wanted)
@@ -97,7 +122,7 @@ class DaemonEgress(unittest.TestCase):
         self.addCleanup(daemon.stop)
         daemon.start()
         try:
-            self.flow(daemon)
+            self.flow(daemon, up)
         except BaseException:
             print("---- daemon log ----\n" + daemon.log_tail(8000), file=sys.stderr, flush=True)
             raise
@@ -111,7 +136,7 @@ class DaemonEgress(unittest.TestCase):
         r = sb.exec(CURL + f"http://{host}:8080/probe", timeout=EXEC_S)
         return r.exit_code == 0 and f"host={host}:8080" in r.stdout
 
-    def flow(self, daemon):
+    def flow(self, daemon, up):
         c = daemon.client
         t0 = time.monotonic()
         tpl = cc.Template.create(
