@@ -22,8 +22,8 @@
 #include "common/base/event_fd.h"
 #include "common/base/result.h"
 #include "common/http/listener.h"
-#include "egress/policy/egress_policy.h"
 #include "egress/credentials/proxy_credentials.h"
+#include "egress/policy/egress_policy.h"
 #include "egress/proxy/tls_client.h"
 #include "egress/proxy/upstream.h"
 

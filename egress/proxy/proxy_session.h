@@ -16,11 +16,11 @@
 #include "common/base/byte_relay.h"
 #include "common/http/message_parser.h"
 #include "common/http/socket_io.h"
+#include "egress/credentials/proxy_credentials.h"
 #include "egress/credentials/sentinel_scan.h"
 #include "egress/policy/egress_policy.h"
 #include "egress/proxy/egress_proxy.h"
 #include "egress/proxy/proxy_connection.h"
-#include "egress/credentials/proxy_credentials.h"
 #include "egress/proxy/proxy_target.h"
 #include "egress/proxy/upstream.h"
 

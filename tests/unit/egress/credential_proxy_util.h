@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "egress/credentials/credential_set.h"
-#include "egress/credentials/sentinel.h"
 #include "egress/credentials/proxy_credentials.h"
+#include "egress/credentials/sentinel.h"
 #include "tests/unit/egress/credential_test_util.h"
 
 namespace carapace::egress::testing {
