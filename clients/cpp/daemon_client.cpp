@@ -76,6 +76,14 @@ json network_json(const NetworkRequest& network) {
   if (!network.allow_hosts.empty()) j["allow_hosts"] = network.allow_hosts;
   if (!network.deny_hosts.empty()) j["deny_hosts"] = network.deny_hosts;
   if (network.internet) j["internet"] = *network.internet;
+  for (const CredentialRequest& c : network.credentials) {
+    json entry = {{"hosts", c.hosts}, {"secret", c.secret}, {"env", c.env}};
+    if (!c.header.empty()) entry["header"] = c.header;
+    if (!c.query.empty()) entry["query"] = c.query;
+    j["credentials"].push_back(std::move(entry));
+  }
+  for (const UpstreamRequest& u : network.upstreams)
+    j["upstreams"].push_back({{"alias", u.alias}, {"origin", u.origin}});
   return j;
 }
 

@@ -47,14 +47,43 @@ struct ExecResult {
   uint64_t duration_ms = 0;
 };
 
+// One entry of `network.credentials` (docs/api.md, "Credentials"): the proxy puts `secret` into
+// the requests for `hosts`, in the header template or the query parameter; the sandbox sees a
+// sentinel in $env instead. Exactly one of header and query is set.
+struct CredentialRequest {
+  std::vector<std::string> hosts;
+  std::string header;  // "Authorization: Bearer {secret}"
+  std::string query;   // a query parameter's name
+  std::string secret;
+  std::string env;
+
+  bool operator==(const CredentialRequest&) const = default;
+};
+
+// One entry of `network.upstreams`: plain HTTP to `alias` inside the sandbox, verified TLS to
+// `origin` ("https://api.example.com[:port]") from the proxy.
+struct UpstreamRequest {
+  std::string alias;
+  std::string origin;
+
+  bool operator==(const UpstreamRequest&) const = default;
+};
+
 // A sandbox's egress policy: the API's `network` object (docs/api.md, "Egress") of a create,
 // a fork or PUT /sandboxes/{id}/network.
 struct NetworkRequest {
   std::vector<std::string> allow_hosts;
   std::vector<std::string> deny_hosts;
   std::optional<bool> internet;  // unset: the daemon's default (true iff allow_hosts is non-empty)
+  std::vector<CredentialRequest> credentials;
+  std::vector<UpstreamRequest> upstreams;
 
-  bool empty() const { return allow_hosts.empty() && deny_hosts.empty() && !internet; }
+  bool empty() const {
+    return allow_hosts.empty() && deny_hosts.empty() && !internet && credentials.empty() &&
+           upstreams.empty();
+  }
+  // Whether the daemon would give this policy a way out: internet on, by default with rules.
+  bool has_internet() const { return internet.value_or(!allow_hosts.empty()); }
 };
 // Only the members given: the daemon's defaults apply to the rest.
 nlohmann::json network_json(const NetworkRequest& network);

@@ -1,5 +1,6 @@
 #include "clients/cpp/sandbox_args.h"
 
+#include "clients/cpp/credential_args.h"
 #include "common/base/flag_values.h"
 
 namespace carapace {
@@ -19,13 +20,22 @@ const char kSandboxUsage[] =
     "  rm ID | ls [--json] | pause ID | resume ID\n"
     "  fork ID [--count N] [NETWORK]   prints the children's ids; without NETWORK each child\n"
     "                  keeps the parent's policy\n"
-    "  network ID [--allow-host RULE]... [--deny-host RULE]... [--off]\n"
-    "                  replaces the sandbox's egress policy live (--off: no way out at all);\n"
-    "                  prints the sandbox as JSON\n"
+    "  network ID [--allow-host RULE]... [--deny-host RULE]... [CREDENTIALS] | --off\n"
+    "                  replaces the sandbox's egress policy live, credentials included (one\n"
+    "                  left out is revoked; --off: no way out at all); prints the sandbox as\n"
+    "                  JSON, secrets redacted\n"
     "  doc ID SPEC.json FORMAT OUT     FORMAT: docx, pptx, xlsx or pdf (OUT '-' is stdout)\n"
-    "NETWORK: [--allow-host RULE]... [--deny-host RULE]... | --no-internet\n"
+    "NETWORK: [--allow-host RULE]... [--deny-host RULE]... [CREDENTIALS] | --no-internet\n"
     "  the egress policy (without it: the template's); RULE: host, *.suffix, *, IP or CIDR\n"
     "  ([v6] in brackets), each with an optional :port; deny wins\n"
+    "CREDENTIALS: [--credential SPEC]... [--upstream ALIAS=https://HOST[:PORT]]...\n"
+    "  SPEC: env=NAME,host=H[,host=H2]...,secret-env=VAR|secret-file=PATH,\n"
+    "        header=TEMPLATE (last: the rest, commas included, e.g. Authorization: Bearer\n"
+    "        {secret}) | query=PARAM\n"
+    "  the proxy puts the secret into requests for the hosts; the sandbox sees a sentinel in\n"
+    "  $NAME. The secret comes from this program's environment (secret-env) or a file's first\n"
+    "  line (secret-file), never the command line. --upstream: plain HTTP to ALIAS inside,\n"
+    "  verified TLS to the origin outside (use it for HTTPS APIs with credentials)\n"
     "errors: one line on stderr; exit 2 for a refused request (4xx), 1 for the daemon or "
     "transport\n";
 
@@ -211,6 +221,14 @@ Result<bool> parse_network_flag(const std::string& flag, const std::string& off_
     out.internet = false;
     return true;
   }
+  if (flag == "--credential") {
+    out.credentials.push_back(TRY(sandbox::parse_credential_spec(flag, TRY(value()))));
+    return true;
+  }
+  if (flag == "--upstream") {
+    out.upstreams.push_back(TRY(sandbox::parse_upstream_spec(flag, TRY(value()))));
+    return true;
+  }
   if (flag != "--allow-host" && flag != "--deny-host") return false;
   std::string rule = TRY(value());
   if (rule.empty()) return bad(flag + ": empty rule");
@@ -225,6 +243,13 @@ Status check_network_flags(const sandbox::NetworkRequest& network, const std::st
   if (network.allow_hosts.empty() && !network.deny_hosts.empty())
     return bad(
         "--deny-host: needs an --allow-host (deny rules only narrow what allow rules admit)");
+  bool extras = !network.credentials.empty() || !network.upstreams.empty();
+  if (extras && network.internet == false)
+    return bad(off_flag + ": takes no --credential or --upstream (they need a way out)");
+  if (extras && network.allow_hosts.empty())
+    return bad(
+        "--credential and --upstream need an --allow-host naming their hosts (without one the "
+        "sandbox has no internet)");
   return ok_status();
 }
 

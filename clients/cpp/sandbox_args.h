@@ -51,15 +51,17 @@ struct SandboxArgs {
 
 Result<SandboxArgs> parse_sandbox_args(const std::vector<std::string>& args);
 
-// --allow-host RULE, --deny-host RULE (both repeatable) and `off_flag` (--no-internet, or --off
-// for `sandbox network`), shared by sandbox create, fork and network and by `carapace mcp`.
-// True when `flag` is one of them; `value` takes the flag's argument.
+// --allow-host RULE, --deny-host RULE, --credential SPEC, --upstream ALIAS=ORIGIN (all
+// repeatable; credential_args.h) and `off_flag` (--no-internet, or --off for `sandbox network`),
+// shared by sandbox create, fork and network and by `carapace mcp`. True when `flag` is one of
+// them; `value` takes the flag's argument.
 Result<bool> parse_network_flag(const std::string& flag, const std::string& off_flag,
                                 const std::function<Result<std::string>()>& value,
                                 sandbox::NetworkRequest& out);
-// Refuses what the daemon could only refuse or ignore: the off flag with rules, and deny rules
-// without an allow rule (deny rules only narrow what allow rules admit, so alone they would
-// leave the sandbox without a way out while looking like a policy).
+// Refuses what the daemon could only refuse or ignore: the off flag with rules, credentials or
+// upstreams, deny rules without an allow rule (deny rules only narrow what allow rules admit, so
+// alone they would leave the sandbox without a way out while looking like a policy), and
+// credentials or upstreams without an allow rule (no internet, so nowhere to use them).
 Status check_network_flags(const sandbox::NetworkRequest& network, const std::string& off_flag);
 
 // K=V (--env): K non-empty, no '=' in it.

@@ -81,7 +81,16 @@ Result<std::string> DaemonSandbox::generate_document(const json& spec, const std
 Result<json> DaemonSandbox::set_network(const sandbox::NetworkRequest& network) {
   std::string id = TRY(ensure());
   client_.set_wait_timeout(std::chrono::minutes(1));
-  return client_.set_network(id, network);
+  // The PUT replaces credentials too (one left out is revoked): the operator's go with the new
+  // rules. Not without a way out, which the daemon refuses with credentials.
+  sandbox::NetworkRequest with_ours = network;
+  with_ours.credentials.clear();
+  with_ours.upstreams.clear();
+  if (with_ours.has_internet()) {
+    with_ours.credentials = network_.credentials;
+    with_ours.upstreams = network_.upstreams;
+  }
+  return client_.set_network(id, with_ours);
 }
 
 }  // namespace carapace::mcp

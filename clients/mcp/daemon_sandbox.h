@@ -14,6 +14,9 @@ class DaemonSandbox : public SandboxOps {
  public:
   // Exactly one of template_id and sandbox_id is set. timeout_s 0: the daemon's default TTL.
   // `network`: the egress policy of the sandbox made from the template (empty: the template's).
+  // Its credentials and upstreams are the operator's: set_network puts them back into every
+  // policy with a way out, since the model's requests never carry them (and the daemon never
+  // gives a secret back to be kept).
   DaemonSandbox(sandbox::DaemonClient client, std::string template_id, std::string sandbox_id,
                 uint64_t timeout_s, sandbox::NetworkRequest network = {});
   ~DaemonSandbox() override;

@@ -18,6 +18,7 @@ namespace carapace {
 const char kMcpUsage[] =
     "usage: carapace mcp [--socket PATH] (--template ID | --sandbox ID) [--out-dir DIR]\n"
     "                    [--timeout S] [--allow-host RULE]... [--deny-host RULE]...\n"
+    "                    [--credential SPEC]... [--upstream ALIAS=https://HOST[:PORT]]...\n"
     "                    [--no-internet] [--network-tool]\n"
     "A Model Context Protocol server on stdin/stdout (newline-delimited JSON-RPC 2.0) with the\n"
     "tools run_command, write_file, read_file and generate_document, acting on one sandbox of\n"
@@ -30,8 +31,16 @@ const char kMcpUsage[] =
     "  --allow-host RULE, --deny-host RULE, --no-internet\n"
     "                  the egress policy of the sandbox it creates (default: the template's);\n"
     "                  RULE: host, *.suffix, *, IP or CIDR, each with an optional :port\n"
+    "  --credential SPEC, --upstream ALIAS=https://HOST[:PORT]\n"
+    "                  credentials the sandbox's proxy puts into requests for their hosts, as\n"
+    "                  `carapace sandbox create` takes them (carapace sandbox --help):\n"
+    "                  env=NAME,host=H,...,secret-env=VAR|secret-file=PATH,header=T|query=P;\n"
+    "                  the secret comes from this program's environment or a file, and the\n"
+    "                  model never sees it (only a sentinel in $NAME, inside the sandbox)\n"
     "  --network-tool  also offer set_sandbox_network, with which the model may replace its\n"
-    "                  sandbox's egress policy (allow any host it names)\n"
+    "                  sandbox's egress rules (allow any host it names); the credentials and\n"
+    "                  upstreams given here stay in force (with --sandbox: they replace the\n"
+    "                  sandbox's own at the first such call)\n"
     "  --socket PATH   the daemon's socket (default: $CARAPACE_SOCKET, else /run/carapace.sock)\n"
     "Logs go to stderr; stdout carries only JSON-RPC.\n";
 
@@ -81,11 +90,21 @@ Result<McpArgs> parse_mcp_args(const std::vector<std::string>& args) {
   }
   if (out.template_id.empty() == out.sandbox_id.empty())
     return bad("exactly one of --template ID and --sandbox ID is required");
-  if (!out.network.empty() && !out.sandbox_id.empty())
+  const sandbox::NetworkRequest& n = out.network;
+  if (out.sandbox_id.empty()) {
+    TRY_STATUS(check_network_flags(n, "--no-internet"));
+    return out;
+  }
+  if (!n.allow_hosts.empty() || !n.deny_hosts.empty() || n.internet)
     return bad(
         "--allow-host, --deny-host and --no-internet are for the sandbox made from "
         "--template, not an existing one");
-  TRY_STATUS(check_network_flags(out.network, "--no-internet"));
+  // An existing sandbox's credentials are left as they are; these are only what
+  // set_sandbox_network puts back when the model replaces the rules.
+  if ((!n.credentials.empty() || !n.upstreams.empty()) && !out.network_tool)
+    return bad(
+        "--credential and --upstream with --sandbox are for --network-tool (what "
+        "set_sandbox_network keeps); the existing sandbox's own stay as they are");
   return out;
 }
 

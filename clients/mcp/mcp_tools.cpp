@@ -242,6 +242,18 @@ RpcOutcome generate_document(SandboxOps& ops, const McpOptions& options, ArgRead
                          {"isError", false}});
 }
 
+// A network view for the model: the daemon's already shows each credential's secret as
+// "<redacted>"; this makes sure of it, whatever the answer holds, since the secrets are the
+// operator's and the model must never see one.
+json redacted_network(json network) {
+  if (!network.is_object()) return network;
+  auto creds = network.find("credentials");
+  if (creds == network.end() || !creds->is_array()) return network;
+  for (json& c : *creds)
+    if (c.is_object() && c.contains("secret")) c["secret"] = "<redacted>";
+  return network;
+}
+
 // The daemon checks the rules themselves (and internet false with allow_hosts): its one-line
 // message comes back as the tool's error, which names the bad entry.
 RpcOutcome set_sandbox_network(SandboxOps& ops, ArgReader& a) {
@@ -253,8 +265,8 @@ RpcOutcome set_sandbox_network(SandboxOps& ops, ArgReader& a) {
   if (!a.error.empty()) return RpcOutcome::error(kInvalidParams, "set_sandbox_network: " + a.error);
   auto view = ops.set_network(network);
   if (!view.ok()) return RpcOutcome::ok(tool_failure(view.error()));
-  auto net = view->find("network");
-  std::string now = view->is_object() && net != view->end() ? net->dump() : view->dump();
+  auto net = view->is_object() ? view->find("network") : view->end();
+  std::string now = redacted_network(view->is_object() && net != view->end() ? *net : *view).dump();
   return RpcOutcome::ok(text_result("the sandbox's network is now " + now, false));
 }
 
@@ -323,7 +335,10 @@ json tool_definitions(const McpOptions& options) {
         "through an HTTP proxy (HTTP_PROXY/HTTPS_PROXY are set for every command); loopback, "
         "link-local and the host's own addresses stay refused, private ones unless a network "
         "rule allows them. Open connections the new policy denies are cut. Without allow_hosts "
-        "(or with internet false) the sandbox has no way out at all."},
+        "(or with internet false) the sandbox has no way out at all. Credentials the operator "
+        "configured stay in force: their environment variables hold placeholders that the proxy "
+        "replaces with the real secret on requests to their own hosts (an allow rule must "
+        "still admit those hosts)."},
        {"inputSchema",
         {{"type", "object"},
          {"properties",

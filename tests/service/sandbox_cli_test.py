@@ -1,6 +1,7 @@
 """`carapace sandbox` end to end. Two modes:
   --fake   against the fake daemon of the Python client's tests (label unit): output, request
-           bodies, exit statuses (the command's own, 2 for a refused request, 1 for transport)
+           bodies, exit statuses (the command's own, 2 for a refused request, 1 for transport),
+           and `carapace mcp`'s operator credentials
   (none)   against a real `carapace serve` with the process back end (label image)
 Environment: CARAPACE_EXE (and CARAPACE_ROOTFS for the real daemon)."""
 
@@ -170,6 +171,95 @@ class SandboxCli(unittest.TestCase):
                 self.assertEqual(r.stderr.count(b"\n"), 1, r.stderr)
                 self.assertEqual(r.stdout, b"")
             self.assertEqual(len(self.fake.requests), sent)
+
+        # --credential and --upstream: the secret read from the CLI's environment or a file goes
+        # in the request body only; the printed view is the daemon's, redacted; bad input is the
+        # CLI's own one line and exit 2, with nothing sent and the secret never printed.
+        def test_credential_flags(self):
+            secret = "cli-s3cret-from-env"
+            env_spec = ("env=API_TOKEN,host=api.example.com,secret-env=CARAPACE_CLI_SECRET,"
+                        "header=Authorization: Bearer {secret}")
+            with tempfile.NamedTemporaryFile("w", suffix=".key") as key:
+                key.write("file-s3cret\nignored\n")
+                key.flush()
+                file_spec = f"env=MAPS_KEY,host=maps.example.com,query=key,secret-file={key.name}"
+                os.environ["CARAPACE_CLI_SECRET"] = secret
+                self.addCleanup(os.environ.pop, "CARAPACE_CLI_SECRET", None)
+                r = self.cli("create", "--template", self.tpl, "--allow-host",
+                             "api.example.com:443", "--credential", env_spec, "--credential",
+                             file_spec, "--upstream",
+                             "api.carapace.internal=https://api.example.com")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                sb = r.stdout.decode().strip()
+                self.addCleanup(self.cli, "rm", sb)
+                network = json.loads(self.fake.requests[-1][3])["network"]
+                self.assertEqual(network["credentials"], [
+                    {"hosts": ["api.example.com"], "header": "Authorization: Bearer {secret}",
+                     "secret": secret, "env": "API_TOKEN"},
+                    {"hosts": ["maps.example.com"], "query": "key", "secret": "file-s3cret",
+                     "env": "MAPS_KEY"}])
+                self.assertEqual(network["upstreams"], [
+                    {"alias": "api.carapace.internal", "origin": "https://api.example.com"}])
+                r = self.cli("network", sb, "--allow-host", "api.example.com:443",
+                             "--credential", env_spec)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(json.loads(self.fake.requests[-1][3])["credentials"][0]["secret"],
+                                 secret)
+                self.assertNotIn(secret.encode(), r.stdout + r.stderr)
+                view = json.loads(r.stdout)
+                self.assertEqual(view["network"]["credentials"][0]["secret"], "<redacted>")
+            sent = len(self.fake.requests)
+            for args in (["create", "--template", self.tpl, "--allow-host", "h", "--credential",
+                          f"env=K,host=h,query=q,secret={secret}"],
+                         ["create", "--template", self.tpl, "--allow-host", "h", "--credential",
+                          "env=K,host=h,query=q,secret-env=CARAPACE_CLI_UNSET"],
+                         ["create", "--template", self.tpl, "--allow-host", "h", "--credential",
+                          "env=K,host=h,query=q,secret-file=/nonexistent/key"],
+                         ["network", sb, "--credential", env_spec],
+                         ["fork", sb, "--upstream", "a.internal=http://h"]):
+                r = self.cli(*args)
+                self.assertEqual(r.returncode, 2, args)
+                self.assertEqual(r.stderr.count(b"\n"), 1, r.stderr)
+                self.assertNotIn(secret.encode(), r.stderr)
+                self.assertEqual(r.stdout, b"")
+            self.assertEqual(len(self.fake.requests), sent)
+
+        # `carapace mcp --credential ...` over pipes: the operator's credentials go into the
+        # sandbox it creates and back into every set_sandbox_network; the model sees no secret.
+        def test_mcp_operator_credentials(self):
+            secret = "mcp-operator-s3cret"
+            env = dict(os.environ, CARAPACE_SOCKET=self.socket, CARAPACE_MCP_SECRET=secret)
+            spec = ("env=API_TOKEN,host=api.example.com,secret-env=CARAPACE_MCP_SECRET,"
+                    "header=Authorization: Bearer {secret}")
+            calls = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+                     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                     {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                      "params": {"name": "set_sandbox_network",
+                                 "arguments": {"allow_hosts": ["api.example.com:443",
+                                                               "pypi.org:443"]}}}]
+            sent = len(self.fake.requests)
+            r = subprocess.run(
+                [self.exe, "mcp", "--template", self.tpl, "--allow-host", "api.example.com:443",
+                 "--credential", spec, "--upstream",
+                 "api.carapace.internal=https://api.example.com", "--network-tool"],
+                input="".join(json.dumps(c) + "\n" for c in calls).encode(), env=env,
+                capture_output=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn(secret.encode(), r.stdout + r.stderr)
+            replies = [json.loads(line) for line in r.stdout.splitlines()]
+            self.assertEqual([x["id"] for x in replies], [1, 2, 3])
+            text = replies[2]["result"]["content"][0]["text"]
+            self.assertFalse(replies[2]["result"]["isError"], text)
+            self.assertIn("<redacted>", text)
+            requests = self.fake.requests[sent:]
+            self.assertEqual([m for m, _, _, _ in requests], ["POST", "PUT", "DELETE"])
+            self.assertTrue(requests[1][1].endswith("/network"), requests[1][1])
+            create = json.loads(requests[0][3])["network"]
+            put = json.loads(requests[1][3])
+            for network in (create, put):
+                self.assertEqual(network["credentials"][0]["secret"], secret)
+                self.assertEqual(network["upstreams"][0]["alias"], "api.carapace.internal")
+            self.assertEqual(put["allow_hosts"], ["api.example.com:443", "pypi.org:443"])
 
     def test_errors(self):
         r = self.cli("exec", "sb-000000000000", "--", "true")

@@ -123,11 +123,16 @@ class DaemonClientTest : public testing::Test {
            record(req);
            if (req.param("id") == "sb-paused")
              return http::error_response(http::ErrorCode::kConflict, "sandbox sb-paused is paused");
-           auto body = http::parse_json_object(req.body, {"allow_hosts", "deny_hosts", "internet"});
+           auto body = http::parse_json_object(
+               req.body, {"allow_hosts", "deny_hosts", "internet", "credentials", "upstreams"});
            if (!body.ok())
              return http::error_response(http::ErrorCode::kBadRequest, body.error().message);
            json net = *body;
            net["proxy"] = "http://127.0.0.1:3128";
+           // As the daemon's view: each credential's secret redacted.
+           if (net.contains("credentials"))
+             for (json& c : net["credentials"])
+               c["secret"] = "<redacted>";
            return http::json_response(200,
                                       {{"id", std::string(req.param("id"))}, {"network", net}});
          }).ok());
@@ -241,6 +246,39 @@ TEST(NetworkJson, OnlyTheMembersGiven) {
   EXPECT_EQ(network_json(n), json({{"deny_hosts", {"evil.org"}}, {"internet", true}}));
 }
 
+TEST(NetworkJson, CredentialsAndUpstreams) {
+  NetworkRequest n;
+  n.allow_hosts = {"api.example.com"};
+  n.credentials.push_back({{"api.example.com", "*.example.org:443"},
+                           "Authorization: Bearer {secret}",
+                           "",
+                           "s3cr3t",
+                           "API_TOKEN"});
+  n.credentials.push_back({{"maps.example.com"}, "", "key", "k3y", "MAPS_KEY"});
+  n.upstreams.push_back({"api.carapace.internal", "https://api.example.com:8443"});
+  EXPECT_FALSE(n.empty());
+  EXPECT_EQ(
+      network_json(n),
+      json({{"allow_hosts", {"api.example.com"}},
+            {"credentials",
+             {{{"hosts", {"api.example.com", "*.example.org:443"}},
+               {"header", "Authorization: Bearer {secret}"},
+               {"secret", "s3cr3t"},
+               {"env", "API_TOKEN"}},
+              {{"hosts", {"maps.example.com"}},
+               {"query", "key"},
+               {"secret", "k3y"},
+               {"env", "MAPS_KEY"}}}},
+            {"upstreams",
+             {{{"alias", "api.carapace.internal"}, {"origin", "https://api.example.com:8443"}}}}}));
+  // Credentials alone make a request that is not empty (and has no internet by default).
+  NetworkRequest only;
+  only.upstreams = n.upstreams;
+  EXPECT_FALSE(only.empty());
+  EXPECT_FALSE(only.has_internet());
+  EXPECT_TRUE(n.has_internet());
+}
+
 TEST_F(DaemonClientTest, SetNetworkPutsThePolicy) {
   DaemonClient c(server_.path);
   NetworkRequest n;
@@ -252,7 +290,9 @@ TEST_F(DaemonClientTest, SetNetworkPutsThePolicy) {
   EXPECT_EQ(json::parse(last_body()), json({{"allow_hosts", {"pypi.org:443", "*.pythonhosted.org"}},
                                             {"deny_hosts", {"evil.pypi.org"}}}));
   EXPECT_EQ((*sb)["network"]["proxy"], "http://127.0.0.1:3128");
-  sb = c.set_network("sb-1", NetworkRequest{{}, {}, false});
+  NetworkRequest off;
+  off.internet = false;
+  sb = c.set_network("sb-1", off);
   ASSERT_TRUE(sb.ok()) << sb.error().describe();
   EXPECT_EQ(json::parse(last_body()), json({{"internet", false}}));
   // 409 for a paused sandbox: the API's message, the caller's fault.
@@ -280,6 +320,64 @@ TEST_F(DaemonClientTest, McpSandboxIsCreatedWithItsNetwork) {
                                            {"network", {{"allow_hosts", {"pypi.org:443"}}}}}));
   EXPECT_EQ(targets_[1], "PUT /sandboxes/sb-000000000001/network");
   EXPECT_EQ(json::parse(bodies_[1]), json({{"internet", false}}));
+}
+
+// `carapace mcp --credential ...`: the operator's credentials and upstreams go into the sandbox's
+// create, and set_sandbox_network puts them back with the model's rules (a PUT without them would
+// revoke them); with no way out they are left out, as the daemon refuses them there.
+TEST_F(DaemonClientTest, McpSandboxKeepsTheOperatorsCredentials) {
+  NetworkRequest n;
+  n.allow_hosts = {"api.example.com:443"};
+  n.credentials.push_back(
+      {{"api.example.com"}, "Authorization: Bearer {secret}", "", "op-secret", "API_TOKEN"});
+  n.upstreams.push_back({"api.carapace.internal", "https://api.example.com"});
+  mcp::DaemonSandbox box(DaemonClient(server_.path), "tpl-000000000001", "", 0, n);
+  NetworkRequest model;  // what the tool builds from the model's arguments
+  model.allow_hosts = {"pypi.org:443", "api.example.com:443"};
+  auto view = box.set_network(model);
+  ASSERT_TRUE(view.ok()) << view.error().describe();
+  EXPECT_EQ((*view)["network"]["credentials"][0]["secret"], "<redacted>");
+  NetworkRequest off;
+  off.internet = false;
+  ASSERT_TRUE(box.set_network(off).ok());
+  NetworkRequest rules_only;
+  rules_only.allow_hosts = {"pypi.org:443"};
+  rules_only.credentials.push_back({{"pypi.org"}, "", "k", "model-secret", "MODEL"});
+  ASSERT_TRUE(box.set_network(rules_only).ok());
+  std::lock_guard lock(mu_);
+  ASSERT_EQ(targets_.size(), 4u);
+  EXPECT_EQ(targets_[0], "POST /sandboxes");
+  json create = json::parse(bodies_[0]);
+  EXPECT_EQ(create["network"], network_json(n));
+  EXPECT_EQ(create["network"]["credentials"][0]["secret"], "op-secret");
+  EXPECT_EQ(targets_[1], "PUT /sandboxes/sb-000000000001/network");
+  NetworkRequest expected = model;
+  expected.credentials = n.credentials;
+  expected.upstreams = n.upstreams;
+  EXPECT_EQ(json::parse(bodies_[1]), network_json(expected));
+  EXPECT_EQ(json::parse(bodies_[2]), json({{"internet", false}}));
+  // Only the operator's credentials, never any other the request carried.
+  expected = rules_only;
+  expected.credentials = n.credentials;
+  expected.upstreams = n.upstreams;
+  EXPECT_EQ(json::parse(bodies_[3]), network_json(expected));
+  EXPECT_EQ(bodies_[3].find("model-secret"), std::string::npos);
+}
+
+// --sandbox ID --network-tool --credential ...: nothing is created; the credentials ride only on
+// the model's network changes.
+TEST_F(DaemonClientTest, McpExistingSandboxGetsCredentialsOnlyWithNewRules) {
+  NetworkRequest n;
+  n.credentials.push_back({{"api.example.com"}, "", "key", "op-secret", "API_KEY"});
+  mcp::DaemonSandbox box(DaemonClient(server_.path), "", "sb-7", 0, n);
+  NetworkRequest model;
+  model.allow_hosts = {"api.example.com"};
+  ASSERT_TRUE(box.set_network(model).ok());
+  std::lock_guard lock(mu_);
+  ASSERT_EQ(targets_.size(), 1u);
+  EXPECT_EQ(targets_[0], "PUT /sandboxes/sb-7/network");
+  model.credentials = n.credentials;
+  EXPECT_EQ(json::parse(bodies_[0]), network_json(model));
 }
 
 TEST_F(DaemonClientTest, FilesAreRawBytesWithEncodedPaths) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -47,6 +48,7 @@ class FakeSandbox : public SandboxOps {
                  {"allow_hosts", network.allow_hosts},
                  {"deny_hosts", network.deny_hosts}};
     view["proxy"] = view["internet"] ? json("http://127.0.0.1:3128") : json(nullptr);
+    if (view_credentials) view["credentials"] = *view_credentials;
     return json({{"id", "sb-1"}, {"state", "running"}, {"network", view}});
   }
 
@@ -56,7 +58,8 @@ class FakeSandbox : public SandboxOps {
   std::string last_cwd;
   uint64_t last_timeout_ms = 0;
   std::map<std::string, std::string> files;
-  std::vector<json> networks;  // what set_network was asked, as the API's network object
+  std::vector<json> networks;            // what set_network was asked, as the API's network object
+  std::optional<json> view_credentials;  // the view's "credentials", when set
 };
 
 class McpServerTest : public testing::Test {
@@ -215,6 +218,48 @@ TEST_F(McpNetworkToolTest, ArgumentsAreChecked) {
     EXPECT_EQ(tool("set_sandbox_network", args)["error"]["code"], kInvalidParams) << args;
   }
   EXPECT_TRUE(box_.networks.empty());
+}
+
+// The operator holds the secrets (`carapace mcp --credential`): no tool takes one, and a view
+// shown to the model has every secret redacted, even were the daemon's answer to hold one.
+TEST_F(McpNetworkToolTest, NeverTakesOrShowsASecret) {
+  json list =
+      json::parse(server_.handle_line(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})").value());
+  for (const json& t : list["result"]["tools"]) {
+    const json& props = t["inputSchema"]["properties"];
+    for (const char* key : {"secret", "credentials", "upstreams", "env", "header", "query"})
+      EXPECT_FALSE(props.contains(key)) << t["name"] << " takes " << key;
+    EXPECT_EQ(t["inputSchema"]["additionalProperties"], false) << t["name"];
+  }
+  EXPECT_EQ(list.dump().find("\"secret\""), std::string::npos);
+
+  const std::string model_secret = "model-chosen-secret-1234";
+  json creds = json::array({{{"hosts", {"evil.example"}},
+                             {"header", "Authorization: Bearer {secret}"},
+                             {"secret", model_secret},
+                             {"env", "X"}}});
+  for (const json& args :
+       {json({{"allow_hosts", {"evil.example"}}, {"credentials", creds}}),
+        json({{"upstreams", {{{"alias", "a.internal"}, {"origin", "https://evil.example"}}}}})}) {
+    json r = tool("set_sandbox_network", args);
+    EXPECT_EQ(r["error"]["code"], kInvalidParams) << r;
+    EXPECT_EQ(r.dump().find(model_secret), std::string::npos);
+  }
+  EXPECT_TRUE(box_.networks.empty());
+
+  const std::string operator_secret = "ghp_operator0123456789";
+  box_.view_credentials = json::array({{{"env", "GITHUB_TOKEN"},
+                                        {"hosts", {"api.github.com"}},
+                                        {"header", "Authorization: Bearer {secret}"},
+                                        {"secret", operator_secret}}});
+  json r = tool("set_sandbox_network", {{"allow_hosts", {"api.github.com:443"}}});
+  ASSERT_FALSE(r["result"]["isError"].get<bool>()) << r;
+  EXPECT_EQ(r.dump().find(operator_secret), std::string::npos) << r;
+  EXPECT_NE(text_of(r).find("<redacted>"), std::string::npos) << text_of(r);
+  EXPECT_NE(text_of(r).find("GITHUB_TOKEN"), std::string::npos) << text_of(r);
+  // What the tool asked for holds no credentials: DaemonSandbox adds the operator's.
+  ASSERT_EQ(box_.networks.size(), 1u);
+  EXPECT_FALSE(box_.networks[0].contains("credentials"));
 }
 
 // docs/security.md #26: a hostile client gets JSON-RPC errors and the server goes on.

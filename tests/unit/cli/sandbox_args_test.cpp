@@ -2,14 +2,255 @@
 #include "clients/cpp/sandbox_args.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "clients/cpp/credential_args.h"
 #include "clients/mcp/mcp_command.h"
 
 namespace carapace {
 namespace {
 
+using sandbox::CredentialRequest;
+using sandbox::parse_credential_spec;
+using sandbox::parse_upstream_spec;
+
 Result<SandboxArgs> parse(std::vector<std::string> args) {
   return parse_sandbox_args(args);
+}
+
+// The secrets the credential tests read, from the environment and from files.
+constexpr char kEnvSecret[] = "env-s3cret-value-0123";
+constexpr char kFileSecret[] = "file-s3cret, with a comma";
+
+class CredentialSpecTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("CARAPACE_TEST_SECRET", kEnvSecret, 1);
+    setenv("CARAPACE_TEST_EMPTY", "", 1);
+    unsetenv("CARAPACE_TEST_UNSET");
+    dir_ =
+        std::filesystem::temp_directory_path() / ("carapace-cred-args-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+    write("secret", std::string(kFileSecret) + "\nsecond line\n");
+    write("crlf", std::string(kFileSecret) + "\r\n");
+    write("bare", kFileSecret);
+    write("empty", "");
+    write("blank-first", "\n" + std::string(kFileSecret) + "\n");
+    write("huge", std::string(sandbox::kMaxSecretBytes + 1, 'k') + "\n");
+    write("max", std::string(sandbox::kMaxSecretBytes, 'k'));
+  }
+  void TearDown() override {
+    unsetenv("CARAPACE_TEST_SECRET");
+    unsetenv("CARAPACE_TEST_EMPTY");
+    std::filesystem::remove_all(dir_);
+  }
+  void write(const std::string& name, const std::string& data) {
+    std::ofstream(dir_ / name, std::ios::binary) << data;
+  }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(CredentialSpecTest, GoodForms) {
+  auto c = parse_credential_spec(
+      "--credential",
+      "env=GITHUB_TOKEN,host=api.github.com,secret-env=CARAPACE_TEST_SECRET,header=Authorization: "
+      "Bearer {secret}");
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  EXPECT_EQ(
+      *c,
+      (CredentialRequest{
+          {"api.github.com"}, "Authorization: Bearer {secret}", "", kEnvSecret, "GITHUB_TOKEN"}));
+  // Keys in any order before header=; host repeats; a query slot; the secret from a file's first
+  // line (commas in it are the secret's: they are never split).
+  c = parse_credential_spec("--credential", "host=a.example,secret-file=" + file("secret") +
+                                                ",query=api_key,host=*.b.example:443,env=K");
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  EXPECT_EQ(*c,
+            (CredentialRequest{{"a.example", "*.b.example:443"}, "", "api_key", kFileSecret, "K"}));
+  // CRLF and no line ending at all.
+  for (const char* name : {"crlf", "bare"}) {
+    c = parse_credential_spec("--credential", "env=K,host=h,query=q,secret-file=" + file(name));
+    ASSERT_TRUE(c.ok()) << name << ": " << c.error().describe();
+    EXPECT_EQ(c->secret, kFileSecret) << name;
+  }
+  c = parse_credential_spec("--credential", "env=K,host=h,query=q,secret-file=" + file("max"));
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  EXPECT_EQ(c->secret.size(), sandbox::kMaxSecretBytes);
+  // Everything after header= is the template, commas and '=' included.
+  c = parse_credential_spec("--credential",
+                            "env=K,host=h,secret-env=CARAPACE_TEST_SECRET,header=X-Auth: "
+                            "v=1, key={secret}, scheme=a");
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  EXPECT_EQ(c->header, "X-Auth: v=1, key={secret}, scheme=a");
+}
+
+TEST_F(CredentialSpecTest, BadInputIsOneLineWithoutTheSecret) {
+  const std::string sfile = ",secret-file=" + file("secret");
+  const std::string senv = ",secret-env=CARAPACE_TEST_SECRET";
+  struct Case {
+    std::string spec;
+    std::string says;  // a piece of the message
+  };
+  for (const Case& c : std::vector<Case>{
+           {"", "empty"},
+           {"env=K,host=h,query=q" + senv + ",", "empty item"},
+           {",env=K,host=h,query=q" + senv, "empty item"},
+           {"env=K,,host=h,query=q" + senv, "empty item"},
+           {"env=K,host=h,query=q" + senv + ",ghp_pastedsecret", "item 5 is not key=value"},
+           {"env=K,host=h,query=q" + senv + ",=x", "item 5 is not key=value"},
+           {"env=K,host=h,query=q,c2VjcmV0=" + senv, "item 4 has an unknown key"},
+           {"env=K,host=h,query=q,secret=" + std::string(kEnvSecret), "secret= is refused"},
+           {"secret=" + std::string(kEnvSecret) + ",env=K,host=h,query=q", "secret= is refused"},
+           {"env=K,host=h,secret-env=CARAPACE_TEST_SECRET,header=A: {secret},secret=" +
+                std::string(kEnvSecret),
+            "header= must be the last key"},
+           {"env=K,header=A: {secret},host=h" + senv, "header= must be the last key"},
+           {"env=K,host=h,query=q,header=A: {secret}" + senv, "header= must be the last key"},
+           {"env=K,host=h" + senv + ",header=", "header= is empty"},
+           {"env=,host=h,query=q" + senv, "env= is empty"},
+           {"env=K,host=,query=q" + senv, "host= is empty"},
+           {"env=K,host=h,query=" + senv, "query= is empty"},
+           {"env=K,env=L,host=h,query=q" + senv, "env= given twice"},
+           {"env=K,host=h,query=q,query=r" + senv, "query= given twice"},
+           {"host=h,query=q" + senv, "env=NAME is required"},
+           {"env=K,query=q" + senv, "host=H is required"},
+           {"env=K,host=h" + senv, "exactly one of header=TEMPLATE and query=PARAM"},
+           {"env=K,host=h,query=q" + senv + ",header=A: {secret}", "exactly one of header="},
+           {"env=K,host=h" + senv + ",query=q" + sfile, "exactly one of secret-env=VAR and"},
+           {"env=K,host=h,query=q", "exactly one of secret-env=VAR and"},
+           {"env=K,host=h,query=q" + senv + senv, "secret-env= given twice"},
+           {"env=K,host=h,query=q,secret-env=CARAPACE_TEST_UNSET",
+            "CARAPACE_TEST_UNSET is not set"},
+           {"env=K,host=h,query=q,secret-env=CARAPACE_TEST_EMPTY", "CARAPACE_TEST_EMPTY is empty"},
+           {"env=K,host=h,query=q,secret-file=" + file("absent"), "No such file"},
+           {"env=K,host=h,query=q,secret-file=" + file("empty"), "first line is empty"},
+           {"env=K,host=h,query=q,secret-file=" + file("blank-first"), "first line is empty"},
+           {"env=K,host=h,query=q,secret-file=" + file("huge"), "longer than 4096 bytes"},
+           {"env=K,host=h,query=q,secret-file=" + dir_.string(), "secret-file="},
+       }) {
+    auto r = parse_credential_spec("--credential", c.spec);
+    ASSERT_FALSE(r.ok()) << c.spec;
+    const std::string m = r.error().describe();  // what the CLI prints
+    EXPECT_EQ(r.error().kind, ErrorKind::kInvalidInput) << c.spec;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    EXPECT_EQ(m.rfind("--credential: ", 0), 0u) << m;
+    EXPECT_NE(m.find(c.says), std::string::npos) << c.spec << " -> " << m;
+    // Neither secret, nor what might be one (an item without its key), nor a header's template.
+    for (const std::string& hidden :
+         {std::string(kEnvSecret), std::string(kFileSecret), std::string("ghp_pastedsecret"),
+          std::string("c2VjcmV0"), std::string("{secret}")})
+      EXPECT_EQ(m.find(hidden), std::string::npos) << m;
+  }
+}
+
+TEST(UpstreamSpec, AliasAndOrigin) {
+  auto u = parse_upstream_spec("--upstream", "api.carapace.internal=https://api.example.com:8443");
+  ASSERT_TRUE(u.ok()) << u.error().describe();
+  EXPECT_EQ(u->alias, "api.carapace.internal");
+  EXPECT_EQ(u->origin, "https://api.example.com:8443");
+  for (const char* bad : {"", "api.carapace.internal", "=https://api.example.com",
+                          "a.internal=http://api.example.com", "a.internal=https://",
+                          "a.internal=api.example.com", "a.internal=https://user:pw@api.example"}) {
+    auto r = parse_upstream_spec("--upstream", bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().kind, ErrorKind::kInvalidInput);
+    EXPECT_EQ(r.error().message.find("pw@"), std::string::npos) << r.error().message;
+  }
+}
+
+// The CLI's request bodies: the credentials with the secret read, the upstreams, for create, fork
+// and network alike.
+TEST_F(CredentialSpecTest, CreateForkAndNetworkCarryThem) {
+  const std::string spec =
+      "env=API_TOKEN,host=api.example.com,secret-env=CARAPACE_TEST_SECRET,header=Authorization: "
+      "Bearer {secret}";
+  const nlohmann::json want = {
+      {"allow_hosts", {"api.example.com:443"}},
+      {"credentials",
+       {{{"hosts", {"api.example.com"}},
+         {"header", "Authorization: Bearer {secret}"},
+         {"secret", kEnvSecret},
+         {"env", "API_TOKEN"}},
+        {{"hosts", {"maps.example.com"}},
+         {"query", "key"},
+         {"secret", kFileSecret},
+         {"env", "MAPS_KEY"}}}},
+      {"upstreams", {{{"alias", "api.carapace.internal"}, {"origin", "https://api.example.com"}}}}};
+  const std::vector<std::string> flags = {
+      "--allow-host", "api.example.com:443",
+      "--credential", spec,
+      "--upstream",   "api.carapace.internal=https://api.example.com",
+      "--credential", "env=MAPS_KEY,host=maps.example.com,query=key,secret-file=" + file("secret")};
+  auto with = [&](std::vector<std::string> head) {
+    head.insert(head.end(), flags.begin(), flags.end());
+    return parse(head);
+  };
+  auto a = with({"create", "--template", "t"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->body["network"], want);
+  a = with({"fork", "sb-1", "--count", "2"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->body["network"], want);
+  a = with({"network", "sb-1"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->body, want);
+
+  // Refused before anything is sent: a bad spec, a missing value, credentials or upstreams with
+  // the off switch or without an allow rule (the daemon would give them no internet).
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"create", "--template", "t", "--allow-host", "h", "--credential"},
+           {"create", "--template", "t", "--allow-host", "h", "--upstream"},
+           {"create", "--template", "t", "--allow-host", "h", "--credential",
+            "env=K,host=h,query=q,secret=" + std::string(kEnvSecret)},
+           {"create", "--template", "t", "--credential", spec},
+           {"create", "--template", "t", "--upstream", "a.internal=https://h"},
+           {"create", "--template", "t", "--no-internet", "--credential", spec},
+           {"fork", "sb-1", "--credential", spec},
+           {"fork", "sb-1", "--no-internet", "--upstream", "a.internal=https://h"},
+           {"network", "sb-1", "--credential", spec},
+           {"network", "sb-1", "--off", "--credential", spec},
+           {"network", "sb-1", "--allow-host", "h", "--upstream", "a.internal"},
+       }) {
+    auto r = parse(args);
+    ASSERT_FALSE(r.ok()) << testing::PrintToString(args);
+    EXPECT_EQ(r.error().kind, ErrorKind::kInvalidInput);
+    EXPECT_EQ(r.error().message.find('\n'), std::string::npos);
+    EXPECT_EQ(r.error().message.find(kEnvSecret), std::string::npos) << r.error().message;
+  }
+}
+
+// `carapace mcp --credential ...`: the same parser; the credentials go with the policy of the
+// sandbox it creates, or, for an existing sandbox, only with the network tool.
+TEST_F(CredentialSpecTest, McpTakesTheOperatorsCredentials) {
+  const std::string spec = "env=K,host=api.example.com,query=key,secret-env=CARAPACE_TEST_SECRET";
+  auto a = parse_mcp_args({"--template", "tpl-1", "--allow-host", "api.example.com", "--credential",
+                           spec, "--upstream", "a.internal=https://api.example.com"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  ASSERT_EQ(a->network.credentials.size(), 1u);
+  EXPECT_EQ(a->network.credentials[0].secret, kEnvSecret);
+  EXPECT_EQ(a->network.upstreams.size(), 1u);
+  a = parse_mcp_args({"--sandbox", "sb-1", "--network-tool", "--credential", spec});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->network.credentials.size(), 1u);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--template", "t", "--credential", spec},
+           {"--template", "t", "--no-internet", "--credential", spec},
+           {"--template", "t", "--allow-host", "h", "--credential", "env=K,secret=x"},
+           {"--sandbox", "s", "--credential", spec},
+           {"--sandbox", "s", "--upstream", "a.internal=https://h"},
+           {"--sandbox", "s", "--network-tool", "--allow-host", "h", "--credential", spec},
+       }) {
+    auto r = parse_mcp_args(args);
+    ASSERT_FALSE(r.ok()) << testing::PrintToString(args);
+    EXPECT_EQ(r.error().kind, ErrorKind::kInvalidInput);
+    EXPECT_EQ(r.error().message.find(kEnvSecret), std::string::npos) << r.error().message;
+  }
 }
 
 TEST(SandboxArgs, HelpWithoutCommand) {
