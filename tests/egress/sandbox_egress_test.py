@@ -305,7 +305,11 @@ class SandboxEgressTest(unittest.TestCase):
         tpl = self.client.json('POST', '/templates', {
             'isolation': 'process', 'rootfs': daemon_harness.require_env('CARAPACE_ROOTFS'),
             'pool_size': 1, 'name': 'egress-restart',
-            'network': {'allow_hosts': ['other.test:8080']}}, timeout=600)
+            'network': {'allow_hosts': ['other.test:8080'],
+                        'credentials': [{'hosts': ['other.test:8080'], 'env': 'TPL_KEY',
+                                         'header': 'X-Api-Key: {secret}',
+                                         'secret': 'template-secret-0123456789'}]}}, timeout=600)
+        self.assertEqual(tpl['network']['credentials'][0]['secret'], '<redacted>')
         self.addCleanup(self.client.json, 'DELETE', '/templates/' + tpl['id'])
         sb = self.sandbox({'allow_hosts': ['allowed.test:8080']})
         self.assert_ok(self.run_in(sb, CURL + 'http://allowed.test:8080/'), 'before the crash')
@@ -326,8 +330,14 @@ class SandboxEgressTest(unittest.TestCase):
             self.client.json('GET', '/sandboxes/' + sb.id)
         reloaded = self.client.json('GET', '/templates/' + tpl['id'])
         self.assertEqual(reloaded['network']['allow_hosts'], ['other.test:8080'])
+        # The secrets were never written: the reloaded template has none until given again.
+        self.assertEqual(reloaded['network']['credentials'], [])
+        found = subprocess.run(['grep', '-rl', 'template-secret-0123456789', self.daemon.state],
+                               capture_output=True, text=True)
+        self.assertEqual(found.stdout, '')
         again = self.sandbox(template=tpl)
         self.assert_ok(self.run_in(again, CURL + 'http://other.test:8080/'), 'after the restart')
+        self.assertEqual(self.run_in(again, 'printf %s "$TPL_KEY"').stdout, '')
         r = self.run_in(again, CURL + 'http://allowed.test:8080/')
         self.assertNotEqual(r.exit_code, 0, r.stdout)
 

@@ -247,10 +247,35 @@ class DaemonEgress(unittest.TestCase):
         self.assertEqual(found, {sentinel}, "the secret is in the guest's RAM" if secret in found
                          else "the scan did not find the sentinel: it proves nothing")
         say("credentials: injected on the host; the guest's env and RAM hold only the sentinel")
+        # Fork: a child gets no secret unless the fork request names it; one that does gets
+        # its own sentinel.
+        bare = [cc.Sandbox(i, c) for i in c.json(
+            "POST", f"/sandboxes/{cred.id}/fork", {"count": 1},
+            timeout=300 * TIMEOUT_SCALE)["children"]][0]
+        self.addCleanup(bare.kill)
+        self.assertEqual(bare.info["network"]["credentials"], [])
+        self.assertEqual(bare.exec('printf %s "$API_KEY"', timeout=EXEC_S).stdout, "")
+        r = bare.exec(f'curl -sS --max-time 20 -D - -o /dev/null -H "X-Api-Key: {sentinel}" '
+                      "http://allowed.test:8080/record", timeout=EXEC_S)
+        self.assertIn(" 403 ", (r.stdout.splitlines() or [""])[0], r.stdout + r.stderr)
+        named = [cc.Sandbox(i, c) for i in c.json(
+            "POST", f"/sandboxes/{cred.id}/fork",
+            {"count": 1, "network": {"allow_hosts": ["allowed.test:8080"], "credentials": [
+                {"hosts": ["allowed.test:8080"], "env": "API_KEY",
+                 "header": "X-Api-Key: {secret}", "secret": secret + "-child"}]}},
+            timeout=300 * TIMEOUT_SCALE)["children"]][0]
+        self.addCleanup(named.kill)
+        own = self.run_ok(named, 'printf %s "$API_KEY"', "the child's sentinel").stdout
+        self.assertTrue(own.startswith("carapace-cred-") and own != sentinel, own)
+        self.run_ok(named, CURL + '-H "X-Api-Key: $API_KEY" http://allowed.test:8080/record',
+                    "the child's credential")
+        self.assertIn("X-Api-Key: " + secret + "-child", up.recorded())
+        say("fork: children get no credentials unless named, and their own sentinels then")
 
         live = egress_proxy_pids(daemon.state)
-        self.assertEqual(len(live), 5, live)  # parent, two children, pooled, cred: not `none`
-        for sb in (parent, other, same, pooled, none, cred):
+        # parent, two children, pooled, cred and its two children: not `none`
+        self.assertEqual(len(live), 7, live)
+        for sb in (parent, other, same, pooled, none, cred, bare, named):
             sb.kill()
         deadline = time.monotonic() + 30
         while egress_proxy_pids(daemon.state) and time.monotonic() < deadline:
