@@ -93,6 +93,10 @@ void EgressProxy::Session::relay_and_log(int upstream, RelayBytes bytes, bool se
   RelayEnd end = RelayEnd::kReset;
   if (sent_all)
     end = run_relay(fd_, upstream, c_.cut.fd(), proxy_.options_.idle_timeout, only_down, bytes);
+  log_allowed(bytes, end);
+}
+
+void EgressProxy::Session::log_allowed(const RelayBytes& bytes, RelayEnd end) {
   {
     std::lock_guard lock(proxy_.mu_);
     proxy_.stats_.bytes_up += bytes.up;

@@ -59,6 +59,8 @@ class EgressProxy::Session {
   // After the protocol's own preface (`sent_all` false: it did not all go out, no relay): the
   // tunnel until it ends, then the byte counters and the allow line.
   void relay_and_log(int upstream, RelayBytes bytes, bool sent_all, bool only_down);
+  // The byte counters and the allow line of a connection that has ended.
+  void log_allowed(const RelayBytes& bytes, RelayEnd end);
 
   // Credentials (credential_session.cpp). The set this connection uses, taken once.
   const ProxyCredentials& credentials();

@@ -107,17 +107,7 @@ void EgressProxy::Session::forward_to_origin(const http::HttpRequest& req,
       return refuse(400, "malformed or unfinished request body", &EgressStats::bad_requests);
   }
   if (sent) end = relay_down(**tls, fd_, o.idle_timeout, bytes);
-  {
-    std::lock_guard lock(proxy_.mu_);
-    proxy_.stats_.bytes_up += bytes.up;
-    proxy_.stats_.bytes_down += bytes.down;
-  }
-  line_["decision"] = "allow";
-  line_["reason"] = named_.reason;
-  line_["bytes_up"] = bytes.up;
-  line_["bytes_down"] = bytes.down;
-  line_["end"] = relay_end_name(end);
-  proxy_.log_line(line_.dump(-1, ' ', false, json::error_handler_t::replace));
+  log_allowed(bytes, end);
 }
 
 }  // namespace carapace::egress
