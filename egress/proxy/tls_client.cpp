@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -54,7 +55,7 @@ int prefixed_read(BIO* b, char* data, size_t len, size_t* read) {
   BIO_clear_retry_flags(b);
   if (s->pos < s->early.size()) {
     const size_t n = std::min(len, s->early.size() - s->pos);
-    memcpy(data, s->early.data() + s->pos, n);
+    std::copy_n(s->early.data() + s->pos, n, data);
     s->pos += n;
     *read = n;
     return 1;
