@@ -77,9 +77,11 @@ std::string read_system_bundle(const std::string& path) {
 
 }  // namespace
 
-std::string default_egress_trust_dir() {
-  if (::geteuid() == 0) return "/run/carapace-egress";
-  return "/tmp/carapace-egress-" + std::to_string(::geteuid());
+std::vector<std::string> default_egress_trust_dirs() {
+  std::vector<std::string> out;
+  if (::geteuid() == 0) out.emplace_back("/run/carapace-egress-ca");
+  out.push_back("/tmp/carapace-egress-ca-" + std::to_string(::geteuid()));
+  return out;
 }
 
 const std::vector<std::string>& egress_trust_env_names() {
@@ -100,13 +102,28 @@ bool egress_ca_pem_ok(std::string_view pem) {
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> install_egress_ca(
-    const std::string& ca_pem, const std::string& dir, const std::string& system_bundle) {
+    const std::string& ca_pem, const std::vector<std::string>& dirs,
+    const std::string& system_bundle) {
   if (!egress_ca_pem_ok(ca_pem)) return make_error("the egress CA is not one PEM certificate");
-  TRY_STATUS(own_dir(dir));
   std::string ca = ca_pem;
   if (ca.back() != '\n') ca += '\n';
-  TRY_STATUS(write_file(dir, kCaName, ca));
-  TRY_STATUS(write_file(dir, kBundleName, read_system_bundle(system_bundle) + ca));
+  const std::string bundle_text = read_system_bundle(system_bundle) + ca;
+  Status written = make_error("no folder for the egress CA");
+  std::string dir;
+  for (const std::string& d : dirs) {
+    written = own_dir(d);
+    if (written.ok()) written = write_file(d, kCaName, ca);
+    if (written.ok()) written = write_file(d, kBundleName, bundle_text);
+    if (written.ok()) {
+      dir = d;
+      break;
+    }
+  }
+  if (!written.ok()) return written.error();
+  // An older copy elsewhere (another folder won before) is not left behind.
+  for (const std::string& d : dirs) {
+    if (d != dir) remove_egress_ca({d});
+  }
   const std::string bundle = dir + "/" + kBundleName;
   std::vector<std::pair<std::string, std::string>> env;
   for (const std::string& name : egress_trust_env_names())
@@ -114,9 +131,11 @@ Result<std::vector<std::pair<std::string, std::string>>> install_egress_ca(
   return env;
 }
 
-void remove_egress_ca(const std::string& dir) {
-  ::unlink((dir + "/" + kCaName).c_str());
-  ::unlink((dir + "/" + kBundleName).c_str());
+void remove_egress_ca(const std::vector<std::string>& dirs) {
+  for (const std::string& dir : dirs) {
+    ::unlink((dir + "/" + kCaName).c_str());
+    ::unlink((dir + "/" + kBundleName).c_str());
+  }
 }
 
 }  // namespace carapace::agent
