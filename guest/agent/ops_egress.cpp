@@ -73,9 +73,10 @@ Status apply_egress_ca(const json& body, std::vector<std::pair<std::string, std:
     return protocol_error(code::kBadRequest, "\"ca_pem\" must be one PEM certificate");
   auto trust = install_egress_ca(it->get<std::string>());
   if (!trust.ok()) return protocol_error(code::kIoError, trust.error().describe());
-  for (auto& [name, value] : *trust) {
-    std::erase_if(env, [&](const auto& e) { return e.first == name; });
-    env.emplace_back(std::move(name), std::move(value));
+  for (auto& entry : *trust) {
+    const std::string& name = entry.first;
+    std::erase_if(env, [&name](const auto& e) { return e.first == name; });
+    env.push_back(std::move(entry));
   }
   return ok_status();
 }
