@@ -140,9 +140,8 @@ void EgressProxy::Session::terminate(Upstream upstream, const Destination& dest,
   } catch (const std::system_error&) {
     // No thread to be had: the connection ends.
   }
-  bool served = false;
-  if (client_pump.joinable() && origin_pump.joinable())
-    served = serve_terminated(client_outer.get(), origin_outer.get(), dest);
+  const bool pumping = client_pump.joinable() && origin_pump.joinable();
+  const bool served = !pumping || serve_terminated(client_outer.get(), origin_outer.get(), dest);
   ::shutdown(client_outer.get(), SHUT_RDWR);
   ::shutdown(origin_outer.get(), SHUT_RDWR);
   if (client_pump.joinable()) client_pump.join();
@@ -154,7 +153,7 @@ void EgressProxy::Session::terminate(Upstream upstream, const Destination& dest,
     proxy_.stats_.bytes_down += client_bytes.down;
     return;
   }
-  log_end(client_bytes, relay_end_name(client_end));
+  log_end(client_bytes, relay_end_name(pumping ? client_end : RelayEnd::kReset));
 }
 
 bool EgressProxy::Session::serve_terminated(int client, int origin, const Destination& dest) {
