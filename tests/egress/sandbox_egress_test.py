@@ -263,6 +263,12 @@ class SandboxEgressTest(unittest.TestCase):
         r = self.run_in(sb, CURL + '-H "X-Api-Key: $API_KEY" https://allowed.test:8443/headers')
         self.assert_ok(r, 'HTTPS to the credential\'s host')
         self.assertIn('X-Api-Key: ' + secret, r.stdout)
+        # Python's own TLS (urllib through HTTPS_PROXY, trusting SSL_CERT_FILE) as well.
+        r = self.run_in(sb, 'python3 -c \'import os, urllib.request as u; print(u.urlopen(u.Request('
+                            '"https://allowed.test:8443/headers", headers={"X-Api-Key": '
+                            'os.environ["API_KEY"]}), timeout=20).read().decode())\'')
+        self.assert_ok(r, 'urllib over HTTPS')
+        self.assertIn('X-Api-Key: ' + secret, r.stdout)
         # The certificate curl saw is the proxy's leaf, under "carapace egress <id>".
         r = self.run_in(sb, 'curl -sS -v --max-time 20 -o /dev/null '
                             'https://allowed.test:8443/ 2>&1')
