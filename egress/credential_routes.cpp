@@ -47,6 +47,12 @@ nlohmann::json proxy_credentials_to_json(const ProxyCredentials& credentials) {
 }
 
 Status add_credential_routes(http::Router& router, EgressProxy& proxy) {
+  // The CA certificate only: the sandbox's trust for the terminated hosts. Its key stays here.
+  TRY_STATUS(router.add("GET", "/ca", [&proxy](const http::HttpRequest&) {
+    const std::string pem = proxy.ca_pem();
+    if (pem.empty()) return http::error_response(503, "this proxy has no CA (see its log)");
+    return http::json_response(200, nlohmann::json{{"cert_pem", pem}});
+  }));
   TRY_STATUS(router.add("GET", "/credentials", [&proxy](const http::HttpRequest&) {
     return http::json_response(200, proxy_credentials_to_json(*proxy.credentials()));
   }));

@@ -8,6 +8,8 @@
 //     caller's, kept across rotations. 200 with the view; 400 with one line that never holds a
 //     secret, the old credentials kept.
 //   GET /credentials: the view, {"credentials": [... "secret": "<redacted>"], "upstreams": [...]}
+//   GET /ca: {"cert_pem": "-----BEGIN CERTIFICATE-----..."}, the proxy's CA certificate (never
+//     its key), which the sandbox trusts for the hosts whose CONNECTs are terminated.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -39,7 +39,8 @@ constexpr uint32_t kUnlisted = SECCOMP_RET_TRAP;
 // Serving connections (accept, poll, read/write, shutdown), the worker threads (clone3, futex,
 // mmap for stacks), the control socket's HTTP server, the resolver (reads of /etc files, UDP/TCP
 // to the name servers, netlink for AI_ADDRCONFIG), the dialler (connect with a timeout), the
-// stop signal (rt_sigtimedwait) and exit. socket and openat are checked apart (below).
+// stop signal (rt_sigtimedwait), the socketpairs of terminated TLS connections and exit. socket and
+// openat are checked apart (below).
 constexpr long kAllowed[] = {
     SYS_read,
     SYS_write,
@@ -77,6 +78,9 @@ constexpr long kAllowed[] = {
     SYS_dup,
     SYS_dup3,
     SYS_pipe2,
+    // The two pairs a terminated TLS connection bridges its plaintext over
+    // (proxy/terminated_session.cpp): connected to each other only, no new way out.
+    SYS_socketpair,
     SYS_eventfd2,
     SYS_mmap,
     SYS_munmap,

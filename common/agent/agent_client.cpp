@@ -377,13 +377,15 @@ Result<std::vector<std::string>> AgentClient::post_restore(const AgentPostRestor
 Result<std::string> AgentClient::set_egress(const std::string& upstream, uint16_t listen_port,
                                             const std::vector<uint16_t>& transparent_ports,
                                             uint16_t dns_port,
-                                            const std::map<std::string, std::string>& env) {
+                                            const std::map<std::string, std::string>& env,
+                                            const std::string& ca_pem) {
   json r{{"op", "egress"}, {"listen_port", listen_port}};
   if (!transparent_ports.empty()) {
     r["transparent_ports"] = transparent_ports;
     r["dns_port"] = dns_port;
   }
   if (!env.empty()) r["env"] = env;
+  if (!ca_pem.empty()) r["ca_pem"] = ca_pem;
   r["upstream"] = upstream.empty() ? json(nullptr) : json(upstream);
   json reply = TRY(call(std::move(r)));
   auto proxy = reply.find("proxy");

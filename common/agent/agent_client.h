@@ -114,11 +114,13 @@ class AgentClient {
   // `upstream` off. With `transparent_ports`, also the stub resolver on 127.0.0.1:`dns_port` and
   // the capture of those ports on its stand-in addresses; `env` is added to every exec's
   // environment while the forwarder runs. Returns the proxy URL execs get from
-  // now on ("" when off).
+  // now on ("" when off). `ca_pem`: the egress proxy's CA, which the agent writes with a bundle
+  // and points every exec's TLS stacks at (SSL_CERT_FILE, ...); "": none.
   Result<std::string> set_egress(const std::string& upstream, uint16_t listen_port = 3128,
                                  const std::vector<uint16_t>& transparent_ports = {},
                                  uint16_t dns_port = 53,
-                                 const std::map<std::string, std::string>& env = {});
+                                 const std::map<std::string, std::string>& env = {},
+                                 const std::string& ca_pem = "");
 
   // Raw access for protocol tests: a request object (id and token added when absent), raw
   // bytes, and the next reply frame as JSON text.

@@ -28,6 +28,7 @@ std::vector<std::string> proxy_argv(const EgressSidecarSpec& s) {
       "--sandbox",     s.sandbox};
   // As root the daemon never leaves a proxy root: it runs on as nobody once bound.
   if (::geteuid() == 0) argv.insert(argv.end(), {"--run-as", std::to_string(kProxyUid)});
+  if (!s.ca_file.empty()) argv.insert(argv.end(), {"--ca-file", s.ca_file});
   for (const std::string& r : s.policy.allow_texts())
     argv.insert(argv.end(), {"--allow-host", r});
   for (const std::string& r : s.policy.deny_texts())
@@ -105,6 +106,16 @@ Status EgressSidecar::set_credentials(const egress::CredentialSet& credentials,
   }
   if (!r.ok()) return r.error();
   return ok_status();
+}
+
+Result<std::string> EgressSidecar::ca_pem() {
+  if (!ca_pem_.empty()) return ca_pem_;
+  json r = TRY(call("GET", "/ca", ""));
+  auto pem = r.find("cert_pem");
+  if (!r.is_object() || pem == r.end() || !pem->is_string() || pem->get<std::string>().empty())
+    return make_error("egress proxy: GET /ca: no cert_pem");
+  ca_pem_ = pem->get<std::string>();
+  return ca_pem_;
 }
 
 egress::EgressPolicy EgressSidecar::policy() const {

@@ -30,6 +30,8 @@ struct EgressSidecarSpec {
   std::string control_path;  // a socket in the daemon's own folder
   EgressPlacement placement;
   egress::EgressPolicy policy;
+  // The CAs the proxy verifies origins against ("": its default, the system bundle).
+  std::string ca_file;
   std::chrono::milliseconds ready_timeout{5000};
 };
 
@@ -49,6 +51,9 @@ class EgressSidecar {
   // proxy's command line or in its environment, which /proc shows.
   Status set_credentials(const egress::CredentialSet& credentials,
                          const std::vector<egress::OriginAlias>& upstreams);
+  // The proxy's CA certificate (PEM; GET /ca, asked once): what the sandbox trusts for the hosts
+  // whose CONNECTs its proxy terminates. The key never leaves the proxy.
+  Result<std::string> ca_pem();
   // The proxy's counters by name (egress_allowed, egress_denied_rule, egress_bytes_up, ...); empty
   // when it does not answer.
   std::map<std::string, uint64_t> counters();
@@ -68,6 +73,7 @@ class EgressSidecar {
   VmmProcess process_;
   mutable std::mutex mu_;  // spec_.policy
   bool stopped_ = false;
+  std::string ca_pem_;  // cached: a proxy's CA is made once, at its start
 };
 
 }  // namespace carapace::service

@@ -103,6 +103,11 @@ Result<DaemonConfig> parse_daemon_config(std::string_view json_text) {
     } else if (key == "seccomp") {
       if (!value.is_boolean()) return bad(key, "must be true or false");
       c.seccomp = value.get<bool>();
+    } else if (key == "egress_ca_file") {
+      if (!value.is_string() || value.get<std::string>().empty() ||
+          value.get<std::string>()[0] != '/')
+        return bad(key, "must be an absolute path");
+      c.egress_ca_file = value.get<std::string>();
     } else if (key == "jail") {
       if (!value.is_boolean()) return bad(key, "must be true or false");
       c.jail = value.get<bool>();

@@ -41,6 +41,9 @@ struct DaemonConfig {
   // Each microVM's VMM inside `carapace jail` (BackendContext::jail). Unset: on when the daemon
   // runs as root with seccomp (jail_microvms()).
   std::optional<bool> jail;
+  // The CA bundle (PEM) the sandboxes' egress proxies verify TLS origins against: the aliases'
+  // origins and the hosts whose CONNECTs are terminated. "": the system bundle. An absolute path.
+  std::string egress_ca_file;
 };
 
 // Whether the daemon jails its VMMs: `jail` if set, else root with seccomp on.

@@ -64,10 +64,12 @@ Status SandboxService::apply_network(SandboxEntry& s, const NetworkSpec& network
         credentials.env() != s.credentials.env()) {
       // New captured ports: the agent's forwarder restarts on them (its tunnels are cut; the
       // stand-in addresses stay). New sentinels only change what the next execs get.
+      // With credentials, the proxy's CA too: their hosts' TLS is terminated under it.
+      const std::string ca = credentials.empty() ? std::string() : TRY(s.egress->ca_pem());
       auto client = TRY(s.instance->agent().connect());
       client.set_io_timeout_ms(5000);
       TRY(client.set_egress(s.egress->spec().placement.agent_upstream, kProxyPort, ports,
-                            kStubDnsPort, credentials.env()));
+                            kStubDnsPort, credentials.env(), ca));
     }
     s.network = network;
     s.credentials = std::move(credentials);
@@ -84,15 +86,19 @@ Status SandboxService::apply_network(SandboxEntry& s, const NetworkSpec& network
   spec.control_path = control_dir + "/" + s.id + ".sock";
   spec.placement = place;
   spec.policy = network.policy;
+  spec.ca_file = options_.config.egress_ca_file;
   auto sidecar = TRY(EgressSidecar::start(std::move(spec)));
   // Before the agent is pointed at it: the first request already finds its credentials.
   if (!credentials.empty() || !network.upstreams.empty())
     TRY_STATUS(sidecar->set_credentials(credentials, network.upstreams));
+  // The proxy's CA goes to the agent now, at hand-out (never into a template): with credentials
+  // only, since only their hosts are terminated.
+  const std::string ca = credentials.empty() ? std::string() : TRY(sidecar->ca_pem());
   auto client = TRY(s.instance->agent().connect());
   client.set_io_timeout_ms(5000);
   // A fork child's agent still holds its parent's sentinels: the env given here replaces them.
-  std::string url = TRY(
-      client.set_egress(place.agent_upstream, kProxyPort, ports, kStubDnsPort, credentials.env()));
+  std::string url = TRY(client.set_egress(place.agent_upstream, kProxyPort, ports, kStubDnsPort,
+                                          credentials.env(), ca));
   s.egress = std::move(sidecar);
   s.proxy_url = std::move(url);
   s.network = network;

@@ -134,8 +134,16 @@ Status check_env_name(std::string_view env) {
     word = word &&
            ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
   if (!word) return invalid(egress::quoted(env) + " is not an environment variable name");
-  static constexpr std::array<std::string_view, 8> kAgentSets = {
-      "path", "home", "lang", "term", "http_proxy", "https_proxy", "all_proxy", "no_proxy"};
+  // The trust variables too (the proxy's CA, given with credentials: egress/README.md, TLS
+  // termination).
+  static constexpr std::array<std::string_view, 14> kAgentSets = {
+      "path",           "home",
+      "lang",           "term",
+      "http_proxy",     "https_proxy",
+      "all_proxy",      "no_proxy",
+      "ssl_cert_file",  "requests_ca_bundle",
+      "curl_ca_bundle", "pip_cert",
+      "git_ssl_cainfo", "node_extra_ca_certs"};
   const std::string lower = ascii::lower(env);
   for (std::string_view r : kAgentSets) {
     if (lower == r)

@@ -73,14 +73,15 @@ void EgressProxy::Session::log_credential_refusal(const CredentialRefusal& r) {
 
 Result<EgressProxy::Session::ForwardHead, CredentialRefusal>
 EgressProxy::Session::credentialed_head(const http::HttpRequest& req, const ProxyTarget& target,
-                                        const Destination& dest, const OriginAlias* origin) {
+                                        const Destination& dest, const OriginAlias* origin,
+                                        bool keep_alive) {
   ProxyTarget sent = target;
   if (origin != nullptr) {
     sent.host = origin->host;
     sent.port = origin->port;
   }
   ForwardHead out;
-  out.text = forward_request_head(req, sent);
+  out.text = forward_request_head(req, sent, keep_alive);
   std::shared_ptr<const EgressPolicy> policy;
   {
     std::lock_guard lock(proxy_.mu_);

@@ -54,6 +54,12 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(EgressProxyOptions optio
   } else {
     proxy->tls_error_ = tls.error().message;
   }
+  if (auto ca = TlsAuthority::create(proxy->options_.sandbox); ca.ok()) {
+    proxy->authority_ = std::move(*ca);
+  } else {
+    LOG_ERROR("egress proxy %s: no TLS termination: %s", proxy->options_.sandbox.c_str(),
+              ca.error().message.c_str());
+  }
   proxy->stop_.emplace(TRY(EventFd::create(EFD_NONBLOCK | EFD_CLOEXEC)));
   proxy->listener_ =
       TRY(http::listen_unix(proxy->options_.listen_path, 128, proxy->options_.listen_mode));

@@ -24,6 +24,7 @@
 #include "common/http/listener.h"
 #include "egress/credentials/proxy_credentials.h"
 #include "egress/policy/egress_policy.h"
+#include "egress/proxy/tls_authority.h"
 #include "egress/proxy/tls_client.h"
 #include "egress/proxy/upstream.h"
 
@@ -89,6 +90,11 @@ class EgressProxy {
   void set_credentials(ProxyCredentials credentials);
   std::shared_ptr<const ProxyCredentials> credentials() const;
   EgressStats stats() const;
+  // This proxy's CA certificate (PEM), made at start, which the sandbox trusts for the hosts
+  // with credentials (their CONNECTs are terminated); "" when it could not be made (then no
+  // CONNECT is terminated). Its key never leaves the proxy.
+  std::string ca_pem() const { return authority_ ? authority_->cert_pem() : std::string(); }
+  const TlsAuthority* authority() const { return authority_.get(); }
   const std::string& listen_path() const { return options_.listen_path; }
 
   // With start_closed: starts accepting (connections that came meanwhile wait in the backlog).
@@ -125,6 +131,8 @@ class EgressProxy {
   // without one still serves everything else.
   std::shared_ptr<TlsClientContext> tls_;
   std::string tls_error_;
+  // The CA of the terminated connections (tls_authority.h); null if it could not be made.
+  std::unique_ptr<TlsAuthority> authority_;
   std::vector<std::shared_ptr<Connection>> open_;  // accepted, not finished
   // The workers (one connection each at a time) and those of them waiting on the listener: the
   // kernel hands a new connection to one waiting worker, which serves it on its own thread (no

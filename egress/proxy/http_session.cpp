@@ -152,6 +152,13 @@ void EgressProxy::Session::run_http() {
     return refuse(dial_status(r.dial.kind), r.dial.reason, r.counter);
   }
   note_injected(forward.used);
+  // A host with a credential: the tunnel is terminated (terminated_session.cpp).
+  if (target->kind == ProxyTarget::Kind::kConnect && terminates(*dest)) {
+    auto reply_ok = [this] {
+      return http::send_all(fd_, "HTTP/1.1 200 Connection established\r\n\r\n", kAnswerStall).ok();
+    };
+    return terminate(std::move(*upstream), *dest, std::string(reader_.pending()), reply_ok, refuse);
+  }
   const int up = upstream->fd.get();
   RelayBytes bytes;
   bool sent_all = true;

@@ -84,7 +84,8 @@ class EgressProxy::Session {
   Result<ForwardHead, CredentialRefusal> credentialed_head(const http::HttpRequest& req,
                                                            const ProxyTarget& target,
                                                            const Destination& dest,
-                                                           const OriginAlias* origin);
+                                                           const OriginAlias* origin,
+                                                           bool keep_alive = false);
   // After the dial: names the credentials in the line and counts the injection.
   void note_injected(const std::vector<std::string>& used);
   // An alias's request (tls_origin_session.cpp): the policy on the origin, resolve-then-dial, a
@@ -94,6 +95,20 @@ class EgressProxy::Session {
   void forward_to_origin(const http::HttpRequest& req, const ProxyTarget& target,
                          const http::BodyFraming& framing, const OriginAlias& origin,
                          const RefuseFn& refuse, const RefuseCredentialFn& refuse_credential);
+
+  // TLS termination of a CONNECT (terminated_session.cpp; egress/README.md, Credentials). Whether
+  // `dest` (a name, not a literal) has a credential, so that its CONNECT is terminated.
+  bool terminates(const Destination& dest);
+  // After admit(): verified TLS to the origin, the protocol's success reply (`reply_ok`; false:
+  // the client is gone), the TLS handshake with the client under a leaf for dest.host, then the
+  // client's requests one by one, each head through rewrite_request. `early`: bytes the client
+  // sent behind its request (the start of its ClientHello). `fail` answers in the client's
+  // protocol when the origin cannot be reached over TLS (nothing was sent to the client yet).
+  void terminate(Upstream upstream, const Destination& dest, std::string early,
+                 const std::function<bool()>& reply_ok, const RefuseFn& fail);
+  // The requests over the bridged plaintext: `client` and `origin` are the proxy's ends of the
+  // socketpairs to the two TLS streams. False when it answered a refusal (already logged).
+  bool serve_terminated(int client, int origin, const Destination& dest);
 
   EgressProxy& proxy_;
   Connection& c_;

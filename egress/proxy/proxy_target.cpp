@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "common/base/flag_values.h"
+#include "common/http/message_parser.h"
 
 namespace carapace::egress {
 namespace {
@@ -91,7 +92,8 @@ Result<ProxyTarget> parse_proxy_target(const http::HttpRequest& req) {
   return t;
 }
 
-std::string forward_request_head(const http::HttpRequest& req, const ProxyTarget& target) {
+std::string forward_request_head(const http::HttpRequest& req, const ProxyTarget& target,
+                                 bool keep_alive) {
   std::string head = req.method + " " + target.origin_target + " HTTP/1." +
                      std::to_string(req.minor_version) + "\r\n";
   bool v6 = target.host.find(':') != std::string::npos;
@@ -102,8 +104,8 @@ std::string forward_request_head(const http::HttpRequest& req, const ProxyTarget
     if (http::iequals(name, "Host") || is_hop_by_hop(name, req.headers)) continue;
     head += name + ": " + value + "\r\n";
   }
-  head += "Connection: close\r\n\r\n";
-  return head;
+  if (!keep_alive || !http::wants_keep_alive(req)) head += "Connection: close\r\n";
+  return head + "\r\n";
 }
 
 }  // namespace carapace::egress

@@ -30,7 +30,10 @@ Result<ProxyTarget> parse_proxy_target(const http::HttpRequest& req);
 // Host from the URI (RFC 9112 3.2.2: a proxy replaces whatever Host the client sent), the
 // hop-by-hop fields dropped (RFC 9110 7.6.1: Connection and every field it names, Keep-Alive,
 // Proxy-Connection, Proxy-Authorization, TE, Trailer, Upgrade) and "Connection: close", so one
-// upstream connection carries exactly one request.
-std::string forward_request_head(const http::HttpRequest& req, const ProxyTarget& target);
+// upstream connection carries exactly one request. `keep_alive` (a terminated TLS connection,
+// which carries the client's requests one after another): no "Connection: close" unless the
+// client itself did not keep the connection (wants_keep_alive).
+std::string forward_request_head(const http::HttpRequest& req, const ProxyTarget& target,
+                                 bool keep_alive = false);
 
 }  // namespace carapace::egress

@@ -109,6 +109,19 @@ void EgressProxy::Session::run_socks5() {
     const Refusal& r = upstream.error();
     return refuse(socks5::reply_for(r.dial), r.dial.reason, r.counter);
   }
+  // A host with a credential: the tunnel is terminated (terminated_session.cpp).
+  if (terminates(*dest)) {
+    std::string early(std::string_view(in).substr(at));
+    early += reader_.pending();
+    auto reply_ok = [&] {
+      line_["reply"] = static_cast<int>(Reply::kSucceeded);
+      return http::send_all(fd_, socks5::reply(Reply::kSucceeded), kAnswerStall).ok();
+    };
+    auto fail = [&](int, const std::string& reason, Counter field) {
+      refuse(Reply::kGeneralFailure, reason, field);
+    };
+    return terminate(std::move(*upstream), *dest, std::move(early), reply_ok, fail);
+  }
   line_["reply"] = static_cast<int>(Reply::kSucceeded);
   const int up = upstream->fd.get();
   RelayBytes bytes;

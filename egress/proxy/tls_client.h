@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/base/byte_relay.h"
 #include "common/base/result.h"
 #include "common/http/socket_io.h"
 
@@ -44,6 +45,12 @@ class TlsStream {
                                                     const std::string& host,
                                                     http::Clock::time_point deadline,
                                                     int cancel_fd);
+  // The server side, for a connection the proxy terminates (tls_authority.h gives `ctx`): the
+  // handshake over `fd`, reading `early` first (bytes of the client read before, a ClientHello
+  // sent right behind the CONNECT). The error is one line ("... tlsv1 alert unknown ca" for a
+  // client that does not trust the proxy's CA).
+  static Result<std::unique_ptr<TlsStream>> accept(SSL_CTX* ctx, int fd, std::string early,
+                                                   http::Clock::time_point deadline, int cancel_fd);
   ~TlsStream();
   TlsStream(const TlsStream&) = delete;
   TlsStream& operator=(const TlsStream&) = delete;
@@ -55,7 +62,15 @@ class TlsStream {
   // whether it is whole), kTimeout after `idle` without a byte, kCancelled, kError.
   http::IoStatus read_some(std::string& out, size_t max, std::chrono::milliseconds idle);
 
+  // Carries plaintext between this stream and `plain` (a non-blocking stream socket, the
+  // proxy's side of a socketpair) both ways until both have ended, one fails, nothing moves for
+  // `idle` or the cancel fd fires. The end of the TLS stream is passed on as shutdown(SHUT_WR)
+  // of `plain`; the end of `plain` as close_notify. `bytes.up`: plaintext from this stream.
+  RelayEnd bridge(int plain, std::chrono::milliseconds idle, RelayBytes& bytes);
+
  private:
+  static Result<std::unique_ptr<TlsStream>> handshake(std::unique_ptr<TlsStream> s, bool server,
+                                                      http::Clock::time_point deadline);
   TlsStream(SSL* ssl, int fd, int cancel_fd) : ssl_(ssl), fd_(fd), cancel_fd_(cancel_fd) {}
   // Waits for what OpenSSL asked for (`err`: SSL_ERROR_WANT_READ or _WRITE) until `deadline`.
   http::IoStatus wait(int err, http::Clock::time_point deadline);

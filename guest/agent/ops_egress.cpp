@@ -3,6 +3,7 @@
 
 #include "common/agent/errors.h"
 #include "guest/agent/egress_forwarder.h"
+#include "guest/agent/egress_trust.h"
 #include "guest/agent/ops.h"
 
 namespace carapace::agent {
@@ -59,6 +60,27 @@ Result<std::vector<std::pair<std::string, std::string>>> parse_egress_env(const 
   return env;
 }
 
+// "ca_pem": the proxy's CA (PEM), given with credentials only: written with a bundle, and the
+// variables naming them added to `env` (replacing any of the same name). Absent: none, and the
+// files of an earlier one removed.
+Status apply_egress_ca(const json& body, std::vector<std::pair<std::string, std::string>>& env) {
+  auto it = body.find("ca_pem");
+  if (it == body.end() || it->is_null()) {
+    remove_egress_ca();
+    return ok_status();
+  }
+  if (!it->is_string() || !egress_ca_pem_ok(it->get<std::string>()))
+    return protocol_error(code::kBadRequest, "\"ca_pem\" must be one PEM certificate");
+  auto trust = install_egress_ca(it->get<std::string>());
+  if (!trust.ok()) return protocol_error(code::kIoError, trust.error().describe());
+  for (auto& entry : *trust) {
+    const std::string& name = entry.first;
+    std::erase_if(env, [&name](const auto& e) { return e.first == name; });
+    env.push_back(std::move(entry));
+  }
+  return ok_status();
+}
+
 json egress_reply(const EgressForwarder& f) {
   json reply{{"ok", true},
              {"proxy", "http://127.0.0.1:" + std::to_string(f.port())},
@@ -72,7 +94,8 @@ json egress_reply(const EgressForwarder& f) {
 
 // {"upstream": "unix:PATH" | "vsock:PORT" | null, "listen_port": N (default 3128, 0: any),
 //  "transparent_ports": [N, ...] (default none: no transparent mode),
-//  "dns_port": N (default 53, 0: any), "env": {"NAME": "value", ...} (default none)}.
+//  "dns_port": N (default 53, 0: any), "env": {"NAME": "value", ...} (default none),
+//  "ca_pem": "-----BEGIN CERTIFICATE-----..." (default none: apply_egress_ca)}.
 // A new upstream or new ports replace the old forwarder (its connections are cut); the same
 // settings again leave it running (with the new env); null stops it and clears the env. The reply
 // names the proxy URL execs now get, or null.
@@ -90,10 +113,12 @@ Status op_egress(AgentContext& ctx, ConnectionState&, const Request& req) {
   if (it->is_null()) {
     ctx.egress.reset();
     ctx.egress_env.clear();
+    remove_egress_ca();
     return req.out.send({{"ok", true}, {"proxy", nullptr}});
   }
   const std::string text = it->get<std::string>();
   TRY_STATUS(check_no_nul(text, "upstream"));
+  TRY_STATUS(apply_egress_ca(req.body, env));
   auto upstream = parse_forwarder_upstream(text);
   if (!upstream.ok()) return protocol_error(code::kBadRequest, upstream.error().message);
   if (ctx.egress && ctx.egress->upstream().text == text && port != 0 &&

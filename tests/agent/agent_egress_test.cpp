@@ -4,10 +4,12 @@
 // decisions holding (an unlisted name is 403 to the tool in the sandbox).
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <thread>
 
 #include "egress/proxy/egress_proxy.h"
@@ -127,6 +129,59 @@ TEST_F(AgentEgressTest, TheEgressEnvReachesExecsAndGoesWithTheForwarder) {
   got = run_exec(c, {"sh", "-c", "echo \"[$OTHER]\""});
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->out, "[]\n");
+}
+
+// The egress proxy's CA (given with credentials): written with a bundle of the system CAs, and
+// every exec's TLS stacks pointed at them; a later egress op without it removes both, and so
+// does turning egress off.
+TEST_F(AgentEgressTest, TheProxysCaIsTrustedByExecsOnlyWhileGiven) {
+  UnixEcho echo(agent_.dir() + "/egress.sock");
+  const std::string up = "unix:" + agent_.dir() + "/egress.sock";
+  const std::string ca =
+      "-----BEGIN CERTIFICATE-----\nMIIBfake0123456789\n-----END CERTIFICATE-----\n";
+  AgentClient c = agent_.connect();
+  auto url = c.set_egress(up, 0, {}, 53, {{"API_KEY", "carapace-cred-x"}}, ca);
+  ASSERT_TRUE(url.ok()) << url.error().describe();
+  auto got = run_exec(c, {"sh", "-c",
+                          "echo $SSL_CERT_FILE; echo $REQUESTS_CA_BUNDLE $CURL_CA_BUNDLE "
+                          "$PIP_CERT $GIT_SSL_CAINFO; echo $NODE_EXTRA_CA_CERTS; "
+                          "cat \"$NODE_EXTRA_CA_CERTS\"; tail -n 3 \"$SSL_CERT_FILE\""});
+  ASSERT_TRUE(got.ok());
+  std::istringstream lines(got->out);
+  std::string bundle, others, alone;
+  std::getline(lines, bundle);
+  std::getline(lines, others);
+  std::getline(lines, alone);
+  EXPECT_TRUE(bundle.ends_with("/ca-bundle.pem")) << got->out;
+  EXPECT_EQ(others, bundle + " " + bundle + " " + bundle + " " + bundle) << got->out;
+  EXPECT_TRUE(alone.ends_with("/ca.pem")) << got->out;
+  // The CA alone, then the bundle ending with it.
+  EXPECT_NE(got->out.find(ca + ca), std::string::npos) << got->out;
+  const std::string bundle_path = bundle;
+  struct stat st {};
+  ASSERT_EQ(::stat(bundle_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+
+  // The same upstream without a CA (the credentials removed): no variables, no files.
+  ASSERT_TRUE(c.set_egress(up, port_of(*url), {}, 53, {}).ok());
+  got = run_exec(c, {"sh", "-c", "echo \"[$SSL_CERT_FILE$NODE_EXTRA_CA_CERTS]\""});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->out, "[]\n");
+  EXPECT_NE(::access(bundle_path.c_str(), F_OK), 0);
+  EXPECT_NE(::access(alone.c_str(), F_OK), 0);
+
+  // A CA that is not one PEM certificate is refused.
+  AgentClient raw = agent_.connect();
+  ASSERT_TRUE(
+      raw.send_request({{"op", "egress"}, {"upstream", up}, {"ca_pem", "not a cert"}}).ok());
+  auto reply = raw.read_frame_text();
+  ASSERT_TRUE(reply.ok());
+  EXPECT_NE(reply->find("bad_request"), std::string::npos) << *reply;
+
+  ASSERT_TRUE(c.set_egress(up, port_of(*url), {}, 53, {}, ca).ok());
+  ASSERT_EQ(::access(bundle_path.c_str(), F_OK), 0);
+  ASSERT_TRUE(agent_.connect().set_egress("").ok());
+  EXPECT_NE(::access(bundle_path.c_str(), F_OK), 0);
 }
 
 TEST_F(AgentEgressTest, ANewUpstreamReplacesTheOldOneOnTheSamePort) {

@@ -2,10 +2,10 @@
 (host 203.0.113.1, namespace 203.0.113.2, TEST-NET-3), in it an HTTP server on :8080 (a PEP 503
 package index under /simple/ with one wheel, /headers the request's header fields, /record
 the same kept in a file (`recorded()`) and only "recorded" sent back, else
-"path=<path> host=<Host>") and an echo server
-on :7007, and a hosts file naming them. `daemon_prefix()` runs a daemon in a mount namespace of
-its own with that file over /etc/hosts, so the proxies it starts resolve the test's names with
-the production resolver and address checks while the rest of the host sees nothing.
+"path=<path> host=<Host>"), the same over TLS on :8443 when given a certificate and key, and an
+echo server on :7007, and a hosts file naming them. `daemon_prefix()` runs a daemon in a mount
+namespace of its own with that file over /etc/hosts, so the proxies it starts resolve the test's
+names with the production resolver and address checks while the rest of the host sees nothing.
 `egress_proxy_pids()` finds the proxies a daemon started."""
 import io
 import os
@@ -19,7 +19,7 @@ HOSTS = ('%s allowed.test denied.test other.test\n127.0.0.1 sneaky.test\n'
          '169.254.169.254 meta.test\n' % NS_IP)
 
 _SERVER = r'''
-import http.server, socketserver, sys, threading
+import http.server, socketserver, ssl, sys, threading
 wheel = open(sys.argv[2], "rb").read()
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -58,6 +58,13 @@ socketserver.ThreadingTCPServer.request_queue_size = 1024
 h = http.server.ThreadingHTTPServer((sys.argv[1], 8080), H)
 e = socketserver.ThreadingTCPServer((sys.argv[1], 7007), E)
 threading.Thread(target=e.serve_forever, daemon=True).start()
+if len(sys.argv) > 5:
+    # The same handler over TLS on :8443, with the test's certificate for allowed.test.
+    t = http.server.ThreadingHTTPServer((sys.argv[1], 8443), H)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[4], sys.argv[5])
+    t.socket = ctx.wrap_socket(t.socket, server_side=True)
+    threading.Thread(target=t.serve_forever, daemon=True).start()
 print("ready", flush=True)
 h.serve_forever()
 '''
@@ -86,8 +93,9 @@ def make_wheel(path):
 
 
 class Upstreams:
-    def __init__(self, tag, extra_hosts=''):
+    def __init__(self, tag, extra_hosts='', tls=None):
         self.ns = '%s%d' % (tag, os.getpid())
+        self.tls = tls  # (certificate, key) of the :8443 server, or None for none
         self.extra_hosts = extra_hosts  # more hosts-file lines, e.g. a name for HOST_IP
         self.tmp = tempfile.mkdtemp(prefix='carapace-egress-upstreams-')
         self.hosts = os.path.join(self.tmp, 'hosts')
@@ -107,7 +115,7 @@ class Upstreams:
         wheel = os.path.join(self.tmp, 'demo_pkg-1.0-py3-none-any.whl')
         make_wheel(wheel)
         self.server = subprocess.Popen(['ip', 'netns', 'exec', ns, sys.executable, '-c', _SERVER,
-                                        NS_IP, wheel, self.record_path],
+                                        NS_IP, wheel, self.record_path] + list(self.tls or ()),
                                        stdout=subprocess.PIPE, text=True)
         if self.server.stdout.readline().strip() != 'ready':
             raise RuntimeError('the upstream servers in the namespace did not start')

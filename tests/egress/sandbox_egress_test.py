@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -23,6 +24,7 @@ sys.path.insert(0, os.path.join(HERE, '..', 'service'))
 import daemon_harness  # noqa: E402
 from daemon_harness import cc  # noqa: E402
 from egress_upstreams import NS_IP, Upstreams, egress_proxy_pids  # noqa: E402
+from egress_proxy_cli_test import make_test_ca  # noqa: E402
 
 CURL = 'curl -sS --fail --max-time 20 '
 
@@ -42,10 +44,14 @@ class SandboxEgressTest(unittest.TestCase):
 
     @classmethod
     def _set_up(cls):
-        cls.upstreams = Upstreams('cse').start()
+        # A test CA and a certificate for allowed.test, for the TLS server on :8443; the daemon's
+        # proxies trust that CA for origins (egress_ca_file).
+        cls.ca_dir = tempfile.mkdtemp(prefix='carapace-egress-ca-')
+        ca, leaf, key = make_test_ca(cls.ca_dir, 'allowed.test')
+        cls.upstreams = Upstreams('cse', tls=(leaf, key)).start()
         # The daemon and every proxy it starts see the test's hosts file; nothing else does.
         prefix = cls.upstreams.daemon_prefix()
-        cls.daemon = daemon_harness.Daemon(prefix=prefix)
+        cls.daemon = daemon_harness.Daemon(prefix=prefix, config={'egress_ca_file': ca})
         cls.daemon.start()
         cls.client = cls.daemon.client
         cls.tpl = cls.client.json('POST', '/templates', {
@@ -58,6 +64,8 @@ class SandboxEgressTest(unittest.TestCase):
             cls.daemon.stop()
         if cls.upstreams:
             cls.upstreams.stop()
+        if getattr(cls, 'ca_dir', None):
+            subprocess.run(['rm', '-rf', cls.ca_dir])
 
     def sandbox(self, network=None, template=None):
         body = {'template': (template or self.tpl)['id']}
@@ -235,6 +243,57 @@ class SandboxEgressTest(unittest.TestCase):
         found = subprocess.run(['grep', '-rl', '-e', secret, '-e', rotated, self.daemon.state],
                                capture_output=True, text=True)
         self.assertEqual(found.stdout, '')
+
+    def test_https_to_a_credentialed_host_is_terminated_and_gets_the_secret(self):
+        # docs/security.md #51-53: curl speaking HTTPS through CONNECT, trusting the system
+        # bundle plus the proxy's CA (SSL_CERT_FILE and friends, given at hand-out), gets its
+        # sentinel replaced at the real host; a host without a credential stays end to end.
+        secret = 'tls-secret-' + os.urandom(12).hex()
+        cred = {'hosts': ['allowed.test:8443'], 'header': 'X-Api-Key: {secret}',
+                'secret': secret, 'env': 'API_KEY'}
+        hosts = ['allowed.test:8443', 'allowed.test:8080']
+        sb = self.sandbox({'allow_hosts': hosts, 'credentials': [cred]})
+        r = self.run_in(sb, 'env')
+        self.assertNotIn(secret, r.stdout)
+        trust = dict(l.split('=', 1) for l in r.stdout.splitlines() if '=' in l)
+        for name in ('SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'PIP_CERT',
+                     'GIT_SSL_CAINFO'):
+            self.assertTrue(trust.get(name, '').endswith('/ca-bundle.pem'), (name, r.stdout))
+        self.assertTrue(trust.get('NODE_EXTRA_CA_CERTS', '').endswith('/ca.pem'), r.stdout)
+        r = self.run_in(sb, CURL + '-H "X-Api-Key: $API_KEY" https://allowed.test:8443/headers')
+        self.assert_ok(r, 'HTTPS to the credential\'s host')
+        self.assertIn('X-Api-Key: ' + secret, r.stdout)
+        # Python's own TLS (urllib through HTTPS_PROXY, trusting SSL_CERT_FILE) as well.
+        r = self.run_in(sb, 'python3 -c \'import os, urllib.request as u; print(u.urlopen(u.Request('
+                            '"https://allowed.test:8443/headers", headers={"X-Api-Key": '
+                            'os.environ["API_KEY"]}), timeout=20).read().decode())\'')
+        self.assert_ok(r, 'urllib over HTTPS')
+        self.assertIn('X-Api-Key: ' + secret, r.stdout)
+        # The certificate curl saw is the proxy's leaf, under "carapace egress <id>".
+        r = self.run_in(sb, 'curl -sS -v --max-time 20 -o /dev/null '
+                            'https://allowed.test:8443/ 2>&1')
+        self.assertIn('carapace egress ' + sb.id, r.stdout)
+        terminated = [d for d in self.log_decisions(sb.id)
+                      if d.get('port') == 8443 and d.get('tls_terminated')]
+        self.assertTrue(terminated and terminated[0].get('credential') == 'API_KEY',
+                        self.log_decisions(sb.id))
+        # A foreign key in the slot: refused over TLS with the proxy's reason.
+        r = self.run_in(sb, 'curl -sS --max-time 20 -D - -o /dev/null -H "X-Api-Key: mine" '
+                            'https://allowed.test:8443/headers')
+        # -D shows the CONNECT's 200 first, then the answer inside the TLS.
+        self.assertIn('\r\nHTTP/1.1 403 Forbidden\r\n', r.stdout, r.stdout + r.stderr)
+        self.assertIn('credential_foreign_secret', r.stdout)
+        # Without credentials: no CA, no variables in new execs, and HTTPS to the host is a
+        # tunnel again (the proxy's leaf is gone; the server's own certificate is not trusted
+        # by the system bundle alone, so the handshake fails).
+        sb.set_network(hosts)
+        r = self.run_in(sb, 'echo "[$SSL_CERT_FILE$NODE_EXTRA_CA_CERTS]"')
+        self.assertEqual(r.stdout.strip(), '[]', r.stdout)
+        r = self.run_in(sb, 'curl -sS -v --max-time 20 -o /dev/null '
+                            'https://allowed.test:8443/ 2>&1')
+        self.assertNotIn('carapace egress', r.stdout)
+        with open(self.daemon.log_path, encoding='utf-8', errors='replace') as f:
+            self.assertNotIn(secret, f.read())
 
     def test_a_sandbox_without_a_policy_has_no_socket_and_no_way_out(self):
         sb = self.sandbox()

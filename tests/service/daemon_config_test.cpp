@@ -61,6 +61,21 @@ TEST(DaemonConfig, JailCanBeSetEitherWay) {
   EXPECT_FALSE(jail_microvms(*off));
 }
 
+TEST(DaemonConfig, EgressCaFileIsAnAbsolutePath) {
+  auto c = parse_daemon_config(R"({"egress_ca_file": "/etc/carapace/origins.pem"})");
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  EXPECT_EQ(c->egress_ca_file, "/etc/carapace/origins.pem");
+  auto none = parse_daemon_config("{}");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->egress_ca_file, "");
+  for (const char* bad : {R"({"egress_ca_file": "ca.pem"})", R"({"egress_ca_file": ""})",
+                          R"({"egress_ca_file": 1})"}) {
+    auto r = parse_daemon_config(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("egress_ca_file"), std::string::npos) << r.error().message;
+  }
+}
+
 TEST(DaemonConfig, BadInputNamesTheField) {
   struct Case {
     const char* text;

@@ -47,10 +47,13 @@ def require_env(name):
 
 
 class Daemon:
-    def __init__(self, prefix=None):
+    def __init__(self, prefix=None, config=None):
         # `prefix` runs the daemon under another command (e.g. in a mount namespace of its own),
         # which must end by exec'ing its arguments.
         self.prefix = list(prefix or [])
+        # `config`: fields for `carapace serve --config`, over those of
+        # CARAPACE_E2E_DAEMON_CONFIG.
+        self.config = dict(config or {})
         self.exe = require_env("CARAPACE_EXE")
         self.dir = tempfile.mkdtemp(prefix="carapace-e2e-")
         self.socket = os.path.join(self.dir, "api.sock")
@@ -64,11 +67,12 @@ class Daemon:
             self._log.close()
         self._log = open(self.log_path, "ab")  # a restart (chaos_test) appends
         argv = self.prefix + [self.exe, "serve", "--socket", self.socket, "--state-dir", self.state]
-        config = os.environ.get("CARAPACE_E2E_DAEMON_CONFIG")
+        config = json.loads(os.environ.get("CARAPACE_E2E_DAEMON_CONFIG") or "{}")
+        config.update(self.config)
         if config:
             path = os.path.join(self.dir, "config.json")
             with open(path, "w") as f:
-                json.dump(json.loads(config), f)
+                json.dump(config, f)
             argv += ["--config", path]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._log,
                                      stderr=subprocess.STDOUT)

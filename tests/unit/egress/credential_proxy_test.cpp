@@ -196,6 +196,19 @@ class CredentialRoutesTest : public CredentialProxyTest {
   std::unique_ptr<http::HttpServer> server_;
 };
 
+// GET /ca: the proxy's CA certificate for the sandbox's trust, and nothing of its key.
+TEST_F(CredentialRoutesTest, GetCaGivesTheCertificateAndNeverTheKey) {
+  auto r = http::http_request(dir_ + "/control.sock", "GET", "/ca", "");
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  EXPECT_EQ(r->status, 200) << r->body;
+  auto j = nlohmann::json::parse(r->body);
+  ASSERT_TRUE(j.contains("cert_pem")) << r->body;
+  EXPECT_EQ(j["cert_pem"], proxy_->ca_pem());
+  EXPECT_TRUE(j["cert_pem"].get<std::string>().starts_with("-----BEGIN CERTIFICATE-----"));
+  EXPECT_EQ(r->body.find("PRIVATE"), std::string::npos) << r->body;
+  EXPECT_EQ(j.size(), 1u) << r->body;
+}
+
 TEST_F(CredentialRoutesTest, PutReplacesGetShowsTheRedactedViewAndBadInputNeverEchoesTheSecret) {
   LoopbackUpstream up(LoopbackUpstream::Mode::kHttp);
   http::HttpResponse put =

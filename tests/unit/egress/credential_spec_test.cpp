@@ -148,8 +148,10 @@ TEST(CredentialSpecTest, SecurityCheck48_BadEnvNamesAreRefused) {
     expect_refused(with("env", bad), "env: ");
   expect_refused(with("env", std::string(129, 'A')), "1 to 128 bytes");
   // What the agent sets in every exec's environment, in any case.
-  for (const char* taken : {"PATH", "HOME", "LANG", "TERM", "HTTP_PROXY", "https_proxy",
-                            "All_Proxy", "NO_PROXY", "no_proxy", "Path"})
+  for (const char* taken :
+       {"PATH", "HOME", "LANG", "TERM", "HTTP_PROXY", "https_proxy", "All_Proxy", "NO_PROXY",
+        "no_proxy", "Path", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT",
+        "GIT_SSL_CAINFO", "Node_Extra_CA_Certs"})
     expect_refused(with("env", taken), "set by the sandbox's agent");
   expect_refused(with("env", "LD_PRELOAD"), "dynamic loader");
   expect_refused(with("env", "ld_library_path"), "dynamic loader");

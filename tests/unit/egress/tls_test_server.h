@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -175,6 +176,145 @@ class TlsUpstream {
   std::atomic<int> handshakes_{0};
   mutable std::mutex mu_;
   std::vector<std::string> requests_;
+};
+
+// TLS on 127.0.0.1 with a leaf for `name` signed by `ca`, speaking HTTP/1.1 with keep-alive: each
+// request (its body by Content-Length or chunked, decoded) is recorded and answered 200 with the
+// request's head as the body, until the client closes. Connections are served one at a time.
+class TlsEchoUpstream {
+ public:
+  struct Request {
+    std::string head;  // request line and fields, up to the empty line
+    std::string body;  // decoded
+  };
+
+  TlsEchoUpstream(const TestCa& ca, const std::string& name) : key_(new_key()) {
+    cert_ = make_cert(name, key_.get(), ca.cert.get(), ca.key.get(), false);
+    ctx_ = SSL_CTX_new(TLS_server_method());
+    tls_check(ctx_ != nullptr && SSL_CTX_use_certificate(ctx_, cert_.get()) == 1 &&
+                  SSL_CTX_use_PrivateKey(ctx_, key_.get()) == 1,
+              "server context");
+    fd_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    tls_check(::bind(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::listen(fd_.get(), 16) == 0 &&
+                  ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&a), &len) == 0,
+              "listen");
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~TlsEchoUpstream() {
+    ::shutdown(fd_.get(), SHUT_RDWR);
+    thread_.join();
+    SSL_CTX_free(ctx_);
+  }
+
+  uint16_t port() const { return port_; }
+  int connections() const { return connections_; }
+  std::vector<Request> requests() const {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  // Reads until `buf` holds `n` bytes past `at`; false at the end of the stream.
+  static bool fill(SSL* ssl, std::string& buf, size_t need) {
+    char tmp[4096];
+    while (buf.size() < need) {
+      int n = SSL_read(ssl, tmp, sizeof tmp);
+      if (n <= 0) return false;
+      buf.append(tmp, static_cast<size_t>(n));
+    }
+    return true;
+  }
+  static bool fill_until(SSL* ssl, std::string& buf, const std::string& marker, size_t& at) {
+    char tmp[4096];
+    for (;;) {
+      at = buf.find(marker);
+      if (at != std::string::npos) return true;
+      int n = SSL_read(ssl, tmp, sizeof tmp);
+      if (n <= 0) return false;
+      buf.append(tmp, static_cast<size_t>(n));
+    }
+  }
+  static std::string lower(std::string s) {
+    for (char& c : s)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  }
+
+  void serve(SSL* ssl) {
+    std::string buf;
+    for (;;) {
+      size_t end = 0;
+      if (!fill_until(ssl, buf, "\r\n\r\n", end)) return;
+      Request r;
+      r.head = buf.substr(0, end + 2);
+      buf.erase(0, end + 4);
+      const std::string h = lower(r.head);
+      if (h.find("\r\ntransfer-encoding: chunked\r\n") != std::string::npos) {
+        for (;;) {
+          size_t eol = 0;
+          if (!fill_until(ssl, buf, "\r\n", eol)) return;
+          const size_t size = std::stoul(buf.substr(0, eol), nullptr, 16);
+          buf.erase(0, eol + 2);
+          if (size == 0) {
+            if (!fill_until(ssl, buf, "\r\n", eol)) return;  // no trailers from the proxy
+            buf.erase(0, eol + 2);
+            break;
+          }
+          if (!fill(ssl, buf, size + 2)) return;
+          r.body += buf.substr(0, size);
+          buf.erase(0, size + 2);
+        }
+      } else if (size_t cl = h.find("\r\ncontent-length: "); cl != std::string::npos) {
+        const size_t size = std::stoul(h.substr(cl + 18));
+        if (!fill(ssl, buf, size)) return;
+        r.body = buf.substr(0, size);
+        buf.erase(0, size);
+      }
+      const bool close = h.find("\r\nconnection: close\r\n") != std::string::npos;
+      const std::string answer = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
+                                 std::to_string(r.head.size()) + "\r\n" +
+                                 (close ? "Connection: close\r\n" : "") + "\r\n" + r.head;
+      {
+        std::lock_guard lock(mu_);
+        requests_.push_back(std::move(r));
+      }
+      if (SSL_write(ssl, answer.data(), static_cast<int>(answer.size())) <= 0 || close) return;
+    }
+  }
+
+  void run() {
+    for (;;) {
+      int c = ::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) return;
+      connections_++;
+      timeval tv{5, 0};
+      ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      SSL* ssl = SSL_new(ctx_);
+      SSL_set_fd(ssl, c);
+      if (SSL_accept(ssl) == 1) {
+        serve(ssl);
+        SSL_shutdown(ssl);
+      }
+      SSL_free(ssl);
+      ::close(c);
+    }
+  }
+
+  Key key_;
+  Cert cert_;
+  SSL_CTX* ctx_ = nullptr;
+  UniqueFd fd_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+  std::atomic<int> connections_{0};
+  mutable std::mutex mu_;
+  std::vector<Request> requests_;
 };
 
 }  // namespace carapace::egress::testing
