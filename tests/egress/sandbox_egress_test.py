@@ -292,6 +292,15 @@ class SandboxEgressTest(unittest.TestCase):
         r = self.run_in(sb, 'curl -sS -v --max-time 20 -o /dev/null '
                             'https://allowed.test:8443/ 2>&1')
         self.assertNotIn('carapace egress', r.stdout)
+        # Given the origin's CA, the sandbox completes that handshake with the origin's own
+        # certificate: the tunnel is end to end, the proxy has no part in its TLS.
+        with open(os.path.join(self.ca_dir, 'ca.pem')) as f:
+            sb.files.write('origin-ca.pem', f.read())
+        r = self.run_in(sb, 'curl -sS -v --max-time 20 --cacert origin-ca.pem -o /dev/null '
+                            'https://allowed.test:8443/ 2>&1')
+        self.assert_ok(r, 'end-to-end HTTPS with the origin\'s CA')
+        self.assertIn('issuer: CN=carapace test CA', r.stdout)
+        self.assertNotIn('carapace egress', r.stdout)
         with open(self.daemon.log_path, encoding='utf-8', errors='replace') as f:
             self.assertNotIn(secret, f.read())
 

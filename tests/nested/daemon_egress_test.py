@@ -16,7 +16,9 @@ Environment: as tests/nested/daemon_image_test.py.
 """
 
 import os
+import shutil
 import sys
+import tempfile
 import time
 import unittest
 
@@ -26,6 +28,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "service"))
 sys.path.insert(0, os.path.join(REPO, "tests", "egress"))
 
 from daemon_harness import TIMEOUT_SCALE, Daemon, cc  # noqa: E402
+from egress_proxy_cli_test import make_test_ca  # noqa: E402
 from egress_upstreams import NS_IP, Upstreams, egress_proxy_pids  # noqa: E402
 
 EXEC_S = 30 * TIMEOUT_SCALE
@@ -121,9 +124,14 @@ class DaemonEgress(unittest.TestCase):
     def test_microvm_sandboxes_reach_only_what_they_are_allowed(self):
         if os.geteuid() != 0:
             self.fail("needs root: jailed VMMs, network and mount namespaces")
-        up = Upstreams("cne").start()
+        # A test CA and a certificate for allowed.test, for the TLS server on :8443; the
+        # daemon's proxies trust that CA for origins (egress_ca_file).
+        ca_dir = tempfile.mkdtemp(prefix="carapace-egress-ca-")
+        self.addCleanup(shutil.rmtree, ca_dir, True)
+        ca, leaf, key = make_test_ca(ca_dir, "allowed.test")
+        up = Upstreams("cne", tls=(leaf, key)).start()
         self.addCleanup(up.stop)
-        daemon = Daemon(prefix=up.daemon_prefix())
+        daemon = Daemon(prefix=up.daemon_prefix(), config={"egress_ca_file": ca})
         self.addCleanup(daemon.stop)
         daemon.start()
         try:
@@ -140,6 +148,19 @@ class DaemonEgress(unittest.TestCase):
     def reaches(self, sb, host):
         r = sb.exec(CURL + f"http://{host}:8080/probe", timeout=EXEC_S)
         return r.exit_code == 0 and f"host={host}:8080" in r.stdout
+
+    def terminated_https(self, sb, secret):
+        """curl over HTTPS through CONNECT to a credentialed host gets the sentinel replaced
+        inside TLS that the proxy terminated, trusting only the bundle the agent was given."""
+        r = self.run_ok(sb, 'echo "$SSL_CERT_FILE"; cat "$SSL_CERT_FILE" | '
+                            "grep -c 'BEGIN CERTIFICATE'", "the trust bundle")
+        bundle, count = r.stdout.split()
+        self.assertTrue(bundle.endswith("/ca-bundle.pem") and int(count) >= 1, r.stdout)
+        r = self.run_ok(sb, 'curl -sS -v --max-time 60 -H "X-Api-Key: $API_KEY" '
+                            "https://allowed.test:8443/headers 2>&1",
+                        "HTTPS to the credential's host", timeout=2 * EXEC_S)
+        self.assertIn("X-Api-Key: " + secret, r.stdout)
+        self.assertIn("carapace egress " + sb.id, r.stdout)  # the proxy's leaf, under its CA
 
     def flow(self, daemon, up):
         c = daemon.client
@@ -239,9 +260,10 @@ class DaemonEgress(unittest.TestCase):
         # guest -- not in its environment, not in its RAM (read through the VMM's mapping of it;
         # the sentinel, which is there, shows the scan can find what it looks for).
         secret = "nested-secret-" + os.urandom(12).hex()
-        cred = create({"allow_hosts": ["allowed.test:8080"],
-                       "credentials": [{"hosts": ["allowed.test:8080"], "env": "API_KEY",
-                                        "header": "X-Api-Key: {secret}", "secret": secret}]})
+        cred = create({"allow_hosts": ["allowed.test:8080", "allowed.test:8443"],
+                       "credentials": [{"hosts": ["allowed.test:8080", "allowed.test:8443"],
+                                        "env": "API_KEY", "header": "X-Api-Key: {secret}",
+                                        "secret": secret}]})
         sentinel = self.run_ok(cred, 'printf %s "$API_KEY"', "the sentinel").stdout
         self.assertTrue(sentinel.startswith("carapace-cred-"), sentinel)
         r = self.run_ok(cred, CURL + '-H "X-Api-Key: $API_KEY" http://allowed.test:8080/record',
@@ -252,6 +274,8 @@ class DaemonEgress(unittest.TestCase):
         self.assertEqual(found, {sentinel}, "the secret is in the guest's RAM" if secret in found
                          else "the scan did not find the sentinel: it proves nothing")
         say("credentials: injected on the host; the guest's env and RAM hold only the sentinel")
+        self.terminated_https(cred, secret)
+        say("credentials over HTTPS: the proxy terminated TLS under its CA, which the VM trusts")
         # Fork: a child gets no secret unless the fork request names it; one that does gets
         # its own sentinel.
         bare = [cc.Sandbox(i, c) for i in c.json(
@@ -263,10 +287,14 @@ class DaemonEgress(unittest.TestCase):
         r = bare.exec(f'curl -sS --max-time 20 -D - -o /dev/null -H "X-Api-Key: {sentinel}" '
                       "http://allowed.test:8080/record", timeout=EXEC_S)
         self.assertIn(" 403 ", (r.stdout.splitlines() or [""])[0], r.stdout + r.stderr)
+        # The parent's CA is the parent's: its bundle is gone from the bare child's execs.
+        r = bare.exec('echo "[$SSL_CERT_FILE$NODE_EXTRA_CA_CERTS]"', timeout=EXEC_S)
+        self.assertEqual(r.stdout.strip(), "[]", r.stdout)
         named = [cc.Sandbox(i, c) for i in c.json(
             "POST", f"/sandboxes/{cred.id}/fork",
-            {"count": 1, "network": {"allow_hosts": ["allowed.test:8080"], "credentials": [
-                {"hosts": ["allowed.test:8080"], "env": "API_KEY",
+            {"count": 1, "network": {"allow_hosts": ["allowed.test:8080", "allowed.test:8443"],
+                                     "credentials": [
+                {"hosts": ["allowed.test:8080", "allowed.test:8443"], "env": "API_KEY",
                  "header": "X-Api-Key: {secret}", "secret": secret + "-child"}]}},
             timeout=300 * TIMEOUT_SCALE)["children"]][0]
         self.addCleanup(named.kill)
@@ -275,6 +303,8 @@ class DaemonEgress(unittest.TestCase):
         self.run_ok(named, CURL + '-H "X-Api-Key: $API_KEY" http://allowed.test:8080/record',
                     "the child's credential")
         self.assertIn("X-Api-Key: " + secret + "-child", up.recorded())
+        # The child's own proxy, with a CA of its own, given to the child's agent.
+        self.terminated_https(named, secret + "-child")
         say("fork: children get no credentials unless named, and their own sentinels then")
 
         live = egress_proxy_pids(daemon.state)
