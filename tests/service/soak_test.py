@@ -55,6 +55,7 @@ class Census:
 
     def __init__(self, daemon):
         self.daemon = daemon
+        self.foreign = self.sandbox_uid_set()  # before this census: not this test's
 
     def children(self, pid):
         out = []
@@ -79,17 +80,25 @@ class Census:
         return seen
 
     @staticmethod
-    def sandbox_uid_processes():
-        n = 0
+    def sandbox_uid_set():
+        """(pid, start time) of every process running as a sandbox uid, host-wide."""
+        out = set()
         for p in os.listdir("/proc"):
             if not p.isdigit():
                 continue
             try:
                 if os.stat(f"/proc/{p}").st_uid in SANDBOX_UIDS:
-                    n += 1
-            except OSError:
+                    with open(f"/proc/{p}/stat") as f:
+                        out.add((int(p), f.read().rsplit(")", 1)[1].split()[19]))
+            except (OSError, IndexError):
                 pass
-        return n
+        return out
+
+    def sandbox_uid_processes(self):
+        """Processes as sandbox uids that were not there when the census began: what another
+        test's sandboxes or VMMs were still ending then may go away meanwhile, and is not ours;
+        a process of ours left behind is counted even if one of theirs ended."""
+        return len(self.sandbox_uid_set() - self.foreign)
 
     @staticmethod
     def carapace_cgroups():
