@@ -2,11 +2,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -173,7 +175,17 @@ bool kill_if_same_process(pid_t pid, uint64_t start_time) {
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   if (!pidfd.valid()) return false;
   if (process_start_time(pid) != start_time) return false;
-  return ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) == 0;
+  if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) != 0) return false;
+  // SIGKILL is only queued; the process ends once the kernel has torn it down (long for a
+  // process with large mappings). The pidfd turns readable when it has exited (pidfd_open(2)),
+  // so the cleanup that follows, and the daemon's serving, come after it is gone. Bounded: a
+  // process stuck in the kernel (D state) does not hold the restart up for more than this.
+  pollfd pfd{pidfd.get(), POLLIN, 0};
+  for (int waited_ms = 0; waited_ms < 5000; waited_ms += 100) {
+    int n = ::poll(&pfd, 1, 100);
+    if (n > 0 || (n < 0 && errno != EINTR)) break;
+  }
+  return true;
 }
 
 }  // namespace carapace::service

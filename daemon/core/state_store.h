@@ -47,7 +47,8 @@ Status write_file_atomic(const std::string& path, const std::string& data);
 // The start time of `pid` (field 22 of /proc/<pid>/stat, clock ticks since boot), or 0 when no
 // such process exists. A pid with the same start time is the same process, not a reused pid.
 uint64_t process_start_time(pid_t pid);
-// SIGKILLs `pid` only if it still is the process that started at `start_time`; true if it did.
+// SIGKILLs `pid` only if it still is the process that started at `start_time`, and waits (5 s at
+// most) until it has exited; true if it sent the signal.
 bool kill_if_same_process(pid_t pid, uint64_t start_time);
 
 }  // namespace carapace::service
