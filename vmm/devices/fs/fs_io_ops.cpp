@@ -118,6 +118,9 @@ FsStatus FileServer::op_create(Req& r) {
   auto made = open_beneath(dir->fd.get(), name, flags | O_CREAT | O_EXCL, perm);
   if (!made.ok() && made.error().code == EEXIST && (in.flags & O_EXCL) == 0) {
     created = false;
+    struct stat existing {};
+    (void)TRY(lookup_beneath(dir->fd.get(), name, existing));  // EACCES for a FIFO, a socket
+    if (!S_ISREG(existing.st_mode)) return fs_error(S_ISDIR(existing.st_mode) ? EISDIR : ELOOP);
     made = open_beneath(dir->fd.get(), name, flags | O_NONBLOCK);
   }
   if (!made.ok()) return made.take_error();

@@ -11,7 +11,8 @@ namespace carapace::fs {
 FsResult<UniqueFd> open_beneath(int dirfd, const std::string& name, int flags, mode_t mode) {
   TRY_STATUS(check_name(name));
   open_how how{};
-  how.flags = static_cast<uint64_t>(flags) | O_CLOEXEC | O_NOCTTY;
+  // openat2 refuses flags that mean nothing with O_PATH (O_NOCTTY among them).
+  how.flags = static_cast<uint64_t>(flags) | O_CLOEXEC | ((flags & O_PATH) != 0 ? 0 : O_NOCTTY);
   how.mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? mode : 0;
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS;
   const long fd = ::syscall(SYS_openat2, dirfd, name.c_str(), &how, sizeof how);
