@@ -176,6 +176,8 @@ FsStatus FileServer::op_symlink(Req& r) {
   const std::string target = TRY(r.args.cstring(PATH_MAX - 1));
   TRY_STATUS(r.args.expect_end());
   if (r.out.capacity() < sizeof(fuse_entry_out)) return fs_error(EINVAL);
+  // A new inode: refuse before making it, so a full table leaves the share unchanged.
+  if (inodes_.size() >= inodes_.max()) return fs_error(ENFILE);
   if (::symlinkat(target.c_str(), dir->fd.get(), name.c_str()) < 0) return last_errno();
   fuse_entry_out out{};
   TRY_STATUS(lookup_entry(dir->fd.get(), name, out));
@@ -190,6 +192,8 @@ FsStatus FileServer::op_mknod(Req& r) {
   // docs/security.md #58: regular files only; no device nodes, FIFOs or sockets on the host.
   if ((in.mode & S_IFMT) != S_IFREG) return fs_error(EPERM);
   if (r.out.capacity() < sizeof(fuse_entry_out)) return fs_error(EINVAL);
+  // A new inode: refuse before making it, so a full table leaves the share unchanged.
+  if (inodes_.size() >= inodes_.max()) return fs_error(ENFILE);
   const mode_t perm = in.mode & ~in.umask & 0777;
   if (::mknodat(dir->fd.get(), name.c_str(), S_IFREG | perm, 0) < 0) return last_errno();
   fuse_entry_out out{};
@@ -203,6 +207,8 @@ FsStatus FileServer::op_mkdir(Req& r) {
   const std::string name = TRY(r.args.name());
   TRY_STATUS(r.args.expect_end());
   if (r.out.capacity() < sizeof(fuse_entry_out)) return fs_error(EINVAL);
+  // A new inode: refuse before making it, so a full table leaves the share unchanged.
+  if (inodes_.size() >= inodes_.max()) return fs_error(ENFILE);
   const mode_t perm = in.mode & ~in.umask & kAllowedPerm;
   if (::mkdirat(dir->fd.get(), name.c_str(), perm) < 0) return last_errno();
   fuse_entry_out out{};
