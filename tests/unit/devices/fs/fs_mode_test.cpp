@@ -142,6 +142,12 @@ TEST_P(FsModeTest, SecurityCheck59_ModeMatrix) {
     EXPECT_EQ(write(n, fh, 0, "AB"), 0);
     EXPECT_EQ(get("fresh"), "ABcd");
     EXPECT_EQ(get("app"), "data++");
+    // CREATE of an existing name is an OPEN of it: O_TRUNC of a non-empty file is a delete.
+    EXPECT_EQ(create(1, "wr", O_RDWR | O_TRUNC, 0644, &n, &fh), EPERM);
+    EXPECT_EQ(get("wr"), "data");
+    EXPECT_EQ(create(1, "wr", O_RDWR | O_EXCL, 0644, &n, &fh), EEXIST);
+    // Even a file made here is not unlinked: the rule is about names, not their age.
+    EXPECT_EQ(call(FUSE_UNLINK, 1, Args().str("fresh")).err(), EPERM);
   }
 }
 
