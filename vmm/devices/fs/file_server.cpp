@@ -53,18 +53,22 @@ uint32_t FileServer::handle(const virtio::DescriptorChain& chain) {
   if (!have_header || in.len != chain.readable_bytes() || in.total_extlen != 0 ||
       in.len > sizeof in + kMaxArgs + config_.max_write) {
     st = fs_error(EINVAL);
-    ++counters_.bad_requests;
   } else {
     st = dispatch(r);
   }
+  bool bad = false;
   if (!st.ok()) {
     const int code = st.error().code;
     ++counters_.errors;
     if (code == EROFS || code == EPERM || code == EACCES) ++counters_.refused;
-    if (code == EINVAL) ++counters_.bad_requests;
+    bad = code == EINVAL;
     r.out.error(code);
   }
-  if (!r.out.header_fits() && !r.out.sent()) ++counters_.bad_requests;
+  // FORGET and BATCH_FORGET have no reply; any other request left unanswered had no room.
+  const bool no_reply_op =
+      have_header && (in.opcode == FUSE_FORGET || in.opcode == FUSE_BATCH_FORGET);
+  if (!r.out.sent() && !no_reply_op) bad = true;
+  if (bad) ++counters_.bad_requests;
   return r.out.used();
 }
 
