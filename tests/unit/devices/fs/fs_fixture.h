@@ -93,8 +93,7 @@ class FsTest : public ::testing::Test {
   }
   ~FsTest() override {
     server_.reset();
-    (void)!std::system(
-        ("umount -l '" + root_ + "/mnt' 2>/dev/null; rm -rf '" + root_ + "'").c_str());
+    (void)!std::system(("rm -rf '" + root_ + "'").c_str());
   }
 
   // The share at share_/ (inside root_, so a test can plant things next to it too).
