@@ -1,0 +1,154 @@
+// The virtio-fs device over its two queues: requests on the request queue, FORGET on hiprio,
+// the config space, reset back to before INIT, snapshots refused, a corrupt ring NEEDS_RESET.
+#include "vmm/devices/fs/virtio_fs.h"
+
+#include <gtest/gtest.h>
+#include <linux/fuse.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "tests/unit/virtio/test_ring.h"
+
+namespace carapace {
+namespace {
+
+using namespace virtio;
+using namespace virtio::fake;
+
+class Signals : public DeviceSignals {
+ public:
+  void signal_used(uint16_t q) override { used[q]++; }
+  void signal_config_change() override {}
+  void report_needs_reset(const Error&) override { ++needs_reset; }
+  int used[2] = {0, 0};
+  int needs_reset = 0;
+};
+
+class VirtioFsTest : public ::testing::Test {
+ protected:
+  VirtioFsTest() {
+    char tmpl[] = "/tmp/carapace-vfs-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+  }
+  ~VirtioFsTest() override {
+    dev_.reset();
+    (void)!std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+  void start() {
+    FsDeviceConfig c;
+    c.tag = "workspace";
+    c.shared_dir = dir_;
+    c.mode = FsMode::kReadWrite;
+    auto d = VirtioFs::create(c);
+    ASSERT_TRUE(d.ok()) << d.error().describe();
+    dev_ = *d;
+    ActivationContext ctx;
+    ctx.memory = &mem_;
+    ctx.queues.push_back(hiprio_.activate());
+    ctx.queues.push_back(request_.activate());
+    ctx.signals = &signals_;
+    ctx.errors = &errors_;
+    ASSERT_TRUE(dev_->activate(std::move(ctx)).ok());
+  }
+  // One request on `ring` as head `head`: readable bytes, then `reply` writable bytes.
+  void submit(TestRing& ring, uint16_t head, const std::vector<uint8_t>& req, uint32_t reply) {
+    const uint64_t at = 0x100000 + 0x1000ull * head, out = 0x400000 + 0x1000ull * head;
+    (void)mem_.write(GuestAddress(at), req);
+    ring.set_desc(static_cast<uint16_t>(2 * head), at, static_cast<uint32_t>(req.size()),
+                  reply > 0 ? kDescFNext : 0, static_cast<uint16_t>(2 * head + 1));
+    if (reply > 0) ring.set_desc(static_cast<uint16_t>(2 * head + 1), out, reply, kDescFWrite);
+    ring.publish(static_cast<uint16_t>(2 * head));
+  }
+  template <typename T>
+  static std::vector<uint8_t> request(uint32_t opcode, uint64_t nodeid, const T& args) {
+    fuse_in_header h{};
+    h.len = sizeof h + sizeof args;
+    h.opcode = opcode;
+    h.unique = 7;
+    h.nodeid = nodeid;
+    std::vector<uint8_t> v(sizeof h + sizeof args);
+    std::memcpy(v.data(), &h, sizeof h);
+    std::memcpy(v.data() + sizeof h, &args, sizeof args);
+    return v;
+  }
+  fuse_out_header reply_header(uint16_t head) {
+    return *mem_.read_obj<fuse_out_header>(GuestAddress(0x400000 + 0x1000ull * head));
+  }
+
+  GuestMemory mem_ = make_memory();
+  TestRing hiprio_{mem_, 16, 0x10000, 0x20000, 0x30000};
+  TestRing request_{mem_, 16, 0x12000, 0x22000, 0x32000};
+  Signals signals_;
+  GuestErrorCounters errors_;
+  std::shared_ptr<VirtioFs> dev_;
+  std::string dir_;
+};
+
+TEST_F(VirtioFsTest, ConfigSpaceHoldsTheTagAndOneRequestQueue) {
+  start();
+  EXPECT_EQ(dev_->device_type(), 26u);
+  EXPECT_EQ(dev_->queue_max_sizes().size(), 2u);
+  EXPECT_EQ(dev_->device_features(), 0u);
+  uint8_t cfg[40] = {};
+  dev_->read_config(0, cfg);
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(cfg)), "workspace");
+  uint32_t n = 0;
+  std::memcpy(&n, cfg + 36, 4);
+  EXPECT_EQ(n, 1u);
+  EXPECT_FALSE(dev_->save().ok());
+  FsDeviceConfig bad;
+  bad.shared_dir = dir_;
+  bad.tag = std::string(37, 't');
+  EXPECT_FALSE(VirtioFs::create(bad).ok());
+  bad.tag = "";
+  EXPECT_FALSE(VirtioFs::create(bad).ok());
+  bad.tag = "ok";
+  bad.shared_dir = dir_ + "/missing";
+  EXPECT_FALSE(VirtioFs::create(bad).ok());
+}
+
+TEST_F(VirtioFsTest, RequestsAndForgetsOverTheQueues) {
+  start();
+  fuse_init_in init{};
+  init.major = 7;
+  init.minor = 31;
+  submit(request_, 0, request(FUSE_INIT, 0, init), 4096);
+  fuse_getattr_in ga{};
+  submit(request_, 1, request(FUSE_GETATTR, FUSE_ROOT_ID, ga), 4096);
+  submit(request_, 2, request(FUSE_GETATTR, FUSE_ROOT_ID, ga), 8);  // no room: used 0
+  dev_->queue_notify(1);
+  ASSERT_EQ(request_.used_idx(), 3);
+  EXPECT_EQ(request_.used(0).len, sizeof(fuse_out_header) + sizeof(fuse_init_out));
+  EXPECT_EQ(reply_header(0).error, 0);
+  EXPECT_EQ(request_.used(1).len, sizeof(fuse_out_header) + sizeof(fuse_attr_out));
+  EXPECT_EQ(request_.used(2).len, 0u);
+  EXPECT_GT(errors_.bad_request.load(), 0u);
+  EXPECT_EQ(signals_.used[1], 1);
+
+  fuse_forget_in f{};
+  f.nlookup = 1;
+  submit(hiprio_, 0, request(FUSE_FORGET, 5, f), 0);
+  dev_->queue_notify(0);
+  ASSERT_EQ(hiprio_.used_idx(), 1);
+  EXPECT_EQ(hiprio_.used(0).len, 0u);
+  dev_->queue_notify(7);  // no such queue: ignored
+
+  // A reset drops the queues and the FUSE session; the counters stay.
+  dev_->reset();
+  EXPECT_EQ(dev_->counters().requests, 4u);
+}
+
+TEST_F(VirtioFsTest, SecurityCheck4_ACorruptRingNeedsReset) {
+  start();
+  request_.set_avail_idx(100);  // more than the queue size ahead (docs/security.md #4)
+  dev_->queue_notify(1);
+  EXPECT_EQ(signals_.needs_reset, 1);
+  dev_->queue_notify(1);
+  EXPECT_EQ(signals_.needs_reset, 1);  // stopped until reset
+}
+
+}  // namespace
+}  // namespace carapace
