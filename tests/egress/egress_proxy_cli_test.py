@@ -126,13 +126,25 @@ class EgressProxyCliTest(unittest.TestCase):
                   '--run-as 65534' if confined else '', ' '.join(flags)))
         self.proc = subprocess.Popen(['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
                                       cmd], stderr=self.log)
-        for _ in range(200):
-            if os.path.exists(self.sock) and os.path.exists(self.ctl):
-                break
+        # Ready once both sockets accept: a socket file exists from bind(), a moment before
+        # listen() (a slow, sanitized build under load was caught in between).
+        deadline = time.monotonic() + 10
+        while not (self.accepts(self.sock) and self.accepts(self.ctl)):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.log.seek(0)
+                self.fail('the proxy did not start: ' + self.log.read())
             time.sleep(0.02)
-        if not os.path.exists(self.sock):
-            self.log.seek(0)
-            self.fail('the proxy did not start: ' + self.log.read())
+
+    @staticmethod
+    def accepts(path):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(path)
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
 
     def tearDown(self):
         if getattr(self, 'proc', None) and self.proc.poll() is None:
