@@ -97,6 +97,10 @@ void EgressProxy::Session::relay_and_log(int upstream, RelayBytes bytes, bool se
 }
 
 void EgressProxy::Session::log_allowed(const RelayBytes& bytes, RelayEnd end) {
+  log_allowed(bytes, relay_end_name(end));
+}
+
+void EgressProxy::Session::log_allowed(const RelayBytes& bytes, const char* end) {
   {
     std::lock_guard lock(proxy_.mu_);
     proxy_.stats_.bytes_up += bytes.up;
@@ -106,7 +110,7 @@ void EgressProxy::Session::log_allowed(const RelayBytes& bytes, RelayEnd end) {
   line_["reason"] = named_.reason;
   line_["bytes_up"] = bytes.up;
   line_["bytes_down"] = bytes.down;
-  line_["end"] = relay_end_name(end);
+  line_["end"] = end;
   proxy_.log_line(line_.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 

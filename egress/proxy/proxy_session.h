@@ -61,6 +61,8 @@ class EgressProxy::Session {
   void relay_and_log(int upstream, RelayBytes bytes, bool sent_all, bool only_down);
   // The byte counters and the allow line of a connection that has ended.
   void log_allowed(const RelayBytes& bytes, RelayEnd end);
+  // The same line with an end of the caller's naming (a TLS handshake that failed).
+  void log_allowed(const RelayBytes& bytes, const char* end);
 
   // Credentials (credential_session.cpp). The set this connection uses, taken once.
   const ProxyCredentials& credentials();

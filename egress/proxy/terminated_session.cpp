@@ -91,35 +91,22 @@ void EgressProxy::Session::terminate(Upstream upstream, const Destination& dest,
   if (!origin.ok())
     return fail(502, "TLS to " + origin_text + ": " + origin.error().message,
                 &EgressStats::upstream_failures);
-  auto log_end = [&](const RelayBytes& bytes, const char* end) {
-    {
-      std::lock_guard lock(proxy_.mu_);
-      proxy_.stats_.bytes_up += bytes.up;
-      proxy_.stats_.bytes_down += bytes.down;
-    }
-    line_["decision"] = "allow";
-    line_["reason"] = named_.reason;
-    line_["bytes_up"] = bytes.up;
-    line_["bytes_down"] = bytes.down;
-    line_["end"] = end;
-    proxy_.log_line(line_.dump(-1, ' ', false, json::error_handler_t::replace));
-  };
-  if (!reply_ok()) return log_end({}, relay_end_name(RelayEnd::kReset));
+  if (!reply_ok()) return log_allowed({}, RelayEnd::kReset);
   auto client = TlsStream::accept((*server)->get(), fd_, std::move(early),
                                   http::Clock::now() + o.head_timeout, c_.cut.fd());
   if (!client.ok()) {
     // A client that does not trust this proxy's CA ends here (its alert is the message).
     line_["message"] = "TLS with the client: " + client.error().message;
-    return log_end({}, "client_tls_failed");
+    return log_allowed({}, "client_tls_failed");
   }
 
   int to_client[2];
   int to_origin[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, to_client) != 0)
-    return log_end({}, relay_end_name(RelayEnd::kReset));
+    return log_allowed({}, RelayEnd::kReset);
   UniqueFd client_inner(to_client[0]), client_outer(to_client[1]);
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, to_origin) != 0)
-    return log_end({}, relay_end_name(RelayEnd::kReset));
+    return log_allowed({}, RelayEnd::kReset);
   UniqueFd origin_inner(to_origin[0]), origin_outer(to_origin[1]);
 
   RelayBytes client_bytes;  // up: plaintext from the client
@@ -153,7 +140,7 @@ void EgressProxy::Session::terminate(Upstream upstream, const Destination& dest,
     proxy_.stats_.bytes_down += client_bytes.down;
     return;
   }
-  log_end(client_bytes, relay_end_name(pumping ? client_end : RelayEnd::kReset));
+  log_allowed(client_bytes, pumping ? client_end : RelayEnd::kReset);
 }
 
 bool EgressProxy::Session::serve_terminated(int client, int origin, const Destination& dest) {
