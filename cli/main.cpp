@@ -2,6 +2,7 @@
 // (the monitor's `run`/`restore`/`fork`/`snapshot` in vmm/cli, `jail` in jailer/, `run
 // --isolation process` in process_sandbox/, `serve` in daemon/, `sandbox`/`mcp`/`agent` in
 // clients/, `egress-proxy` in egress/); this file only dispatches.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -82,6 +83,10 @@ int main(int argc, char** argv) {
     return carapace::kExitUsage;
   }
   std::vector<std::string> rest(argv + 2, argv + argc);
+  // A write past RLIMIT_FSIZE (the jail sets it) is EFBIG, an error value like any other, not a
+  // signal that ends the process: a guest filling a workspace share must not kill its VMM.
+  // Ignored dispositions survive exec, so the programs the jail runs keep this.
+  ::signal(SIGXFSZ, SIG_IGN);
   // Errors are values on every path; this is the last line of defence for an exception that
   // still escapes (std::bad_alloc, a library's throw): one line and status 1, never a core dump
   // from std::terminate.

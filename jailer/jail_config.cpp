@@ -16,6 +16,7 @@ const char kJailUsage[] =
     "minimal root with its own namespaces, cgroups and rlimits, as an unprivileged user; stays\n"
     "as a supervisor that removes the jail when the child ends and exits with the child's status\n"
     "(128+N when it was killed by signal N).\n"
+    "`carapace jail attach --help`: put a host folder into a running jail.\n"
     "  --id ID                 1-64 characters of [A-Za-z0-9-]; names the jail and its cgroups\n"
     "  --exec-file PATH        absolute path of the binary to run (bound read-only in the jail)\n"
     "  --uid N, --gid N        the unprivileged ids the binary runs as (not 0)\n"

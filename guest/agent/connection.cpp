@@ -22,6 +22,7 @@ constexpr OpEntry kOps[] = {
     {"get_file", true, op_get_file}, {"list", true, op_list},
     {"stat", true, op_stat},         {"post_restore", true, op_post_restore},
     {"shutdown", true, op_shutdown}, {"egress", true, op_egress},
+    {"mount", true, op_mount},
 };
 
 // Handles one request frame; false when the connection must close.

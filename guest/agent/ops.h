@@ -47,5 +47,6 @@ Status op_stat(AgentContext& ctx, ConnectionState& conn, const Request& req);
 Status op_post_restore(AgentContext& ctx, ConnectionState& conn, const Request& req);
 Status op_shutdown(AgentContext& ctx, ConnectionState& conn, const Request& req);
 Status op_egress(AgentContext& ctx, ConnectionState& conn, const Request& req);
+Status op_mount(AgentContext& ctx, ConnectionState& conn, const Request& req);
 
 }  // namespace carapace::agent

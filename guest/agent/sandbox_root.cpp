@@ -79,21 +79,72 @@ Result<std::string> SandboxRoot::relative(std::string_view path) const {
   return rel.empty() ? std::string(".") : rel;
 }
 
+Status SandboxRoot::add_mount(std::string_view path) {
+  std::string rel = TRY(relative(path));
+  if (rel.size() == 1 && rel[0] == '.') return refused(path, "the sandbox root itself cannot be a mount point");
+  // The mount point is reached by the kernel beneath the root (or the sub-root above it) with
+  // symlinks refused, then entered: O_PATH of the mount point gives the mounted root, since an
+  // open crosses onto whatever is mounted on its last component.
+  std::shared_ptr<SubRoot> keep;
+  std::string rest = rel;
+  int base = base_for(rest, keep);
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long fd;
+  do {
+    fd = ::syscall(SYS_openat2, base, rest.c_str(), &how, sizeof how);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return sys_error("open mount point '" + rel + "'");
+  auto sub = std::make_shared<SubRoot>(SubRoot{rel, UniqueFd(static_cast<int>(fd))});
+  std::lock_guard<std::mutex> lock(subs_->mu);
+  for (auto& s : subs_->list)
+    if (s->rel == rel) {
+      s = std::move(sub);  // mounted again over the same point: the newest mount is what shows
+      return {};
+    }
+  subs_->list.push_back(std::move(sub));
+  return {};
+}
+
+int SandboxRoot::base_for(std::string& rel, std::shared_ptr<SubRoot>& keep) const {
+  std::lock_guard<std::mutex> lock(subs_->mu);
+  size_t best = 0;
+  for (const auto& s : subs_->list) {
+    const bool inside =
+        rel == s->rel || (rel.size() > s->rel.size() &&
+                          rel.compare(0, s->rel.size(), s->rel) == 0 && rel[s->rel.size()] == '/');
+    if (inside && s->rel.size() > best) {
+      best = s->rel.size();
+      keep = s;
+    }
+  }
+  if (!keep) return fd_.get();
+  rel = rel.size() == best ? std::string(".") : rel.substr(best + 1);
+  return keep->fd.get();
+}
+
 Result<UniqueFd> SandboxRoot::open(std::string_view path, uint64_t flags, mode_t mode) const {
   std::string rel = TRY(relative(path));
-  return open_beneath(fd_.get(), rel, flags, mode);
+  std::shared_ptr<SubRoot> keep;
+  int base = base_for(rel, keep);
+  return open_beneath(base, rel, flags, mode);
 }
 
 Result<UniqueFd> SandboxRoot::open_parent(std::string_view path, bool parents,
                                           std::string* leaf) const {
   std::string rel = TRY(relative(path));
   if (rel == ".") return protocol_error(code::kIsDirectory, "the sandbox root is a directory");
+  std::shared_ptr<SubRoot> keep;
+  const int base = base_for(rel, keep);
+  if (rel == ".")
+    return protocol_error(code::kIsDirectory, "'" + std::string(path) + "' is a mount point");
   size_t slash = rel.rfind('/');
   *leaf = slash == std::string::npos ? rel : rel.substr(slash + 1);
   std::string dir = slash == std::string::npos ? "." : rel.substr(0, slash);
-  if (!parents) return open_beneath(fd_.get(), dir, O_PATH | O_DIRECTORY);
+  if (!parents) return open_beneath(base, dir, O_PATH | O_DIRECTORY);
 
-  UniqueFd cur = TRY(open_beneath(fd_.get(), ".", O_PATH | O_DIRECTORY));
+  UniqueFd cur = TRY(open_beneath(base, ".", O_PATH | O_DIRECTORY));
   for (std::string_view part : split(dir)) {
     std::string name(part);
     // mkdirat never follows a symlink in its last component; open_beneath refuses one.

@@ -10,8 +10,11 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/base/result.h"
 #include "common/base/unique_fd.h"
@@ -25,6 +28,12 @@ class SandboxRoot {
  public:
   // Opens `path` (made canonical with realpath) as the root.
   static Result<SandboxRoot> open(const std::string& path);
+
+  // A workspace mount (op "mount") at `path` inside the root: RESOLVE_NO_XDEV stops every
+  // request path at the mount point, so request paths beneath it are resolved beneath the
+  // mount's own descriptor instead, under the same RESOLVE_* flags (nothing else crosses a
+  // mount). `path` must already be a directory mounted there. The longest registered prefix wins.
+  Status add_mount(std::string_view path);
 
   const std::string& path() const { return path_; }
   int fd() const { return fd_.get(); }
@@ -43,9 +52,23 @@ class SandboxRoot {
   Result<UniqueFd> open_parent(std::string_view path, bool parents, std::string* leaf) const;
 
  private:
+  struct SubRoot {
+    std::string rel;  // relative to the root, no "." or ".."
+    UniqueFd fd;
+  };
+  struct SubRoots {
+    std::mutex mu;
+    std::vector<std::shared_ptr<SubRoot>> list;
+  };
+
   SandboxRoot(std::string path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
+  // The directory fd `rel` is to be resolved beneath and the rest of `rel` relative to it: the
+  // root, or the deepest sub-root `rel` is in. `keep` holds that sub-root's fd alive.
+  int base_for(std::string& rel, std::shared_ptr<SubRoot>& keep) const;
+
   std::string path_;
   UniqueFd fd_;
+  std::shared_ptr<SubRoots> subs_ = std::make_shared<SubRoots>();
 };
 
 }  // namespace carapace::agent

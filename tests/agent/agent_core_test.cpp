@@ -1,10 +1,17 @@
 // Pure parts of the agent and its protocol: flags, the kernel command line, base64, framing,
 // error codes, request-path checks, and `carapace agent` flag parsing.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <string>
 
 #include "clients/agent/agent_command.h"
 #include "common/agent/base64.h"
@@ -158,6 +165,55 @@ TEST(SandboxRootTest, RequestPathsAreMadeRelativeOrRefused) {
     EXPECT_EQ(error_code(root->relative(bad).error()), "path_refused") << bad;
   std::string leaf;
   EXPECT_EQ(error_code(root->open_parent(".", false, &leaf).error()), "is_directory");
+}
+
+// A workspace share mounted inside the root (op "mount") is a sub-root: request paths beneath it
+// resolve beneath the mount, under the same confinement, and nothing else crosses a mount.
+// Runs in a child with its own mount namespace, so the tmpfs standing in for the share goes
+// with it; the child's exit status is the number of the first check that failed.
+TEST(SandboxRootTest, PathsBeneathARegisteredMountResolveBeneathIt) {
+  char tmpl[] = "/tmp/agent-subroot-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string base = tmpl;
+  ASSERT_EQ(::mkdir((base + "/work").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((base + "/work/data").c_str(), 0755), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::unshare(CLONE_NEWNS) != 0) _exit(90);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(91);
+    if (::mount("none", (base + "/work/data").c_str(), "tmpfs", 0, nullptr) != 0) _exit(92);
+    int f = ::open((base + "/work/data/f").c_str(), O_CREAT | O_WRONLY, 0644);
+    if (f < 0 || ::write(f, "x", 1) != 1) _exit(93);
+    ::close(f);
+    auto root = SandboxRoot::open(base + "/work");
+    if (!root.ok()) _exit(94);
+    // Before registration the mount stops every path (RESOLVE_NO_XDEV).
+    auto before = root->open("data/f", O_RDONLY);
+    if (before.ok() || error_code(before.error()) != "path_refused") _exit(1);
+    if (!root->add_mount("data").ok()) _exit(2);
+    if (!root->open("data/f", O_RDONLY).ok()) _exit(3);
+    if (!root->open(root->path() + "/data", O_RDONLY | O_DIRECTORY).ok()) _exit(4);
+    if (root->open("data/../data/f", O_RDONLY).ok()) _exit(5);
+    std::string leaf;
+    auto parent = root->open_parent("data/new/sub/g", /*parents=*/true, &leaf);
+    if (!parent.ok() || leaf != "g") _exit(6);
+    struct stat st {};
+    // The directories were made inside the tmpfs, not beneath the mount point underneath it.
+    if (::stat((base + "/work/data/new/sub").c_str(), &st) != 0) _exit(7);
+    if (root->open_parent("data", false, &leaf).ok()) _exit(8);  // the mount point itself
+    if (root->add_mount(".").ok()) _exit(9);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "check " << WEXITSTATUS(status) << " failed";
+  // The tmpfs went with the child's namespace: its files never reached the host folder.
+  struct stat st {};
+  EXPECT_NE(::stat((base + "/work/data/f").c_str(), &st), 0);
+  std::string rm = "rm -rf '" + base + "'";
+  EXPECT_EQ(std::system(rm.c_str()), 0);
 }
 
 }  // namespace
