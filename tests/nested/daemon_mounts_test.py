@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+"""Workspace mounts of microVM sandboxes of the real image through `carapace serve` as root (jailed
+VMMs; label `nested`: inside tools/nested-kvm's L1, or directly on a VMX/SVM host).
+
+Three host folders under the daemon's one mount root, owned by an ordinary user (uid 1000): a
+source tree shared `ro`, an empty folder `rw`, and an output folder `rw-nodelete` holding one file.
+A pooled sandbox gets all three at hand-out (the template's snapshot carries unbound virtio-fs
+devices; the daemon id-maps each folder into the VM's jail, binds it to a device and the agent
+mounts it). Inside, with the real kernel's virtiofs driver:
+  - `cp -a` of the source tree into the rw share and back out into the rw-nodelete one;
+  - `python3 -m compileall` on the rw share; a git init/commit/clone there;
+  - docgen writing a PDF straight into the rw-nodelete share;
+  - every write to the ro share refused, and on rw-nodelete unlink, truncation and rename over an
+    existing file refused while creating and appending work;
+  - a symlink the host planted in the share resolves in the guest's own tree, never the host's;
+  - the files API reaching into a share.
+On the host: the bytes are there, owned by the folders' owner; what was refused left nothing; no
+mount ever appeared in the host's mount table; after destroy nothing of the VM is left. Bad mount
+requests are 400 and create nothing.
+
+Environment: CARAPACE_EXE, CARAPACE_KERNEL, CARAPACE_ROOTFS (tests/nested/CMakeLists.txt);
+CARAPACE_E2E_DAEMON_CONFIG and CARAPACE_E2E_TIMEOUT_SCALE as in tests/service/daemon_harness.py.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "service"))
+sys.path.insert(0, HERE)
+
+from daemon_harness import TIMEOUT_SCALE, Daemon, cc  # noqa: E402
+from daemon_image_test import diagnostics, timed, vmm_processes  # noqa: E402
+
+EXEC_S = 60 * TIMEOUT_SCALE
+OWNER = 1000  # the folders' owner: neither root nor any VM's uid
+
+SPEC = ('{"title": "Straight into the share", "blocks": ['
+        '{"type": "paragraph", "text": "docgen wrote this into a rw-nodelete share."}]}')
+
+
+def say(msg):
+    print(f"daemon_mounts_test: {msg}", flush=True)
+
+
+def chown_tree(path, uid):
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.lchown(os.path.join(root, name), uid, uid)
+    os.lchown(path, uid, uid)
+
+
+def host_mounts_naming(path):
+    with open("/proc/self/mountinfo") as f:
+        return [line for line in f if path in line]
+
+
+class DaemonMounts(unittest.TestCase):
+    def test_workspace_mounts(self):
+        if os.geteuid() != 0:
+            self.fail("needs root: jailed VMMs and id-mapped mounts")
+        # The mount root is on a real file system (L1's /scratch is ext4): an id-mapped mount of
+        # a tmpfs needs Linux 6.3, and L1 runs Debian 12's 6.1.
+        self.ws = tempfile.mkdtemp(prefix="carapace-ws-", dir=os.environ.get("TMPDIR", "/var/tmp"))
+        self.addCleanup(subprocess.run, ["rm", "-rf", self.ws])
+        self.prepare_folders()
+        daemon = Daemon(config={"mount_roots": [self.ws]})
+        self.addCleanup(daemon.stop)
+        daemon.start()
+        try:
+            self.flow(daemon)
+        except BaseException:
+            print(diagnostics(daemon), file=sys.stderr, flush=True)
+            raise
+
+    def prepare_folders(self):
+        ws = self.ws
+        self.src, self.rw, self.out = (os.path.join(ws, n) for n in ("src", "rw", "out"))
+        pkg = os.path.join(self.src, "proj", "pkg")
+        os.makedirs(pkg)
+        for name, text in {"__init__.py": "VALUE = 42\n",
+                           "mod.py": "from . import VALUE\n\ndef twice():\n    return 2 * VALUE\n",
+                           "data.txt": "some data\n"}.items():
+            with open(os.path.join(pkg, name), "w") as f:
+                f.write(text)
+        os.symlink("/etc/hostname", os.path.join(self.src, "proj", "hostname-link"))
+        os.makedirs(self.rw)
+        os.makedirs(self.out)
+        with open(os.path.join(self.out, "keep.txt"), "w") as f:
+            f.write("keep me\n")
+        chown_tree(ws, OWNER)
+        os.chmod(ws, 0o755)
+
+    def flow(self, daemon):
+        c = daemon.client
+        tpl = timed("POST /templates (boot, agent ready, snapshot)", lambda: cc.Template.create(
+            isolation="microvm", kernel=os.environ["CARAPACE_KERNEL"],
+            rootfs=os.environ["CARAPACE_ROOTFS"],
+            boot_args="console=ttyS0 root=/dev/vda ro init=/usr/sbin/carapace-agent reboot=k "
+                      "panic=-1", mem_mib=1024, pool_size=1, name="nested-mounts",
+            agent_timeout_s=int(60 * TIMEOUT_SCALE), client=c, timeout=900 * TIMEOUT_SCALE))
+        deadline = time.monotonic() + 300 * TIMEOUT_SCALE
+        while c.json("GET", f"/templates/{tpl.id}")["pool"]["ready"] < 1:
+            self.assertLess(time.monotonic(), deadline, "the pool did not fill")
+            time.sleep(0.1)
+
+        # Bad requests first: 400, nothing made.
+        before = {s.id for s in cc.Sandbox.list(client=c)}
+        os.symlink(self.rw, os.path.join(self.ws, "link-to-rw"))
+        for bad in ([{"host_path": "/etc", "guest_path": "/work/x"}],
+                    [{"host_path": os.path.join(self.ws, "link-to-rw"), "guest_path": "/work/x"}],
+                    [{"host_path": self.ws + "/rw/../src", "guest_path": "/work/x"}],
+                    [{"host_path": self.rw, "guest_path": "/work/x", "mode": "rwx"}]):
+            with self.assertRaises(cc.BadRequest, msg=str(bad)):
+                c.json("POST", "/sandboxes", {"template": tpl.id, "mounts": bad})
+        self.assertEqual({s.id for s in cc.Sandbox.list(client=c)}, before)
+
+        mounts = [{"host_path": self.src, "guest_path": "/work/src", "mode": "ro"},
+                  {"host_path": self.rw, "guest_path": "/work/rw", "mode": "rw"},
+                  {"host_path": self.out, "guest_path": "/work/out", "mode": "rw-nodelete"}]
+        info = timed("POST /sandboxes with 3 mounts (pool hit)", lambda: c.json(
+            "POST", "/sandboxes", {"template": tpl.id, "timeout_s": 1800, "mounts": mounts}))
+        sb = cc.Sandbox(info, c)
+        self.assertTrue(info.get("from_pool"), info)
+        self.assertEqual([(m["guest_path"], m["mode"]) for m in info["mounts"]],
+                         [(m["guest_path"], m["mode"]) for m in mounts], info)
+
+        def sh(cmd, code=0):
+            r = sb.exec(cmd, timeout=EXEC_S)
+            self.assertEqual(r.exit_code, code, f"{cmd}\nstdout: {r.stdout}\nstderr: {r.stderr}")
+            return r
+
+        r = sh("grep virtiofs /proc/mounts | cut -d' ' -f2-4 | sort")
+        self.assertEqual(sorted(line.split()[0] for line in r.stdout.splitlines()),
+                         ["/work/out", "/work/rw", "/work/src"], r.stdout)
+
+        # cp -a in, compileall, a git repository on the rw share.
+        timed("cp -a src -> rw", lambda: sh("cp -a /work/src/proj /work/rw/proj"))
+        timed("python3 -m compileall on rw", lambda: sh("python3 -m compileall -q /work/rw/proj"))
+        r = sh("cd /work/rw/proj && python3 -c 'import pkg.mod; print(pkg.mod.twice())'")
+        self.assertEqual(r.stdout, "84\n")
+        pyc = os.path.join(self.rw, "proj", "pkg", "__pycache__")
+        self.assertTrue(os.path.isdir(pyc) and any(n.startswith("mod.") for n in os.listdir(pyc)),
+                        "compileall's output is not on the host")
+        st = os.stat(os.path.join(pyc, sorted(os.listdir(pyc))[0]))
+        self.assertEqual((st.st_uid, st.st_gid), (OWNER, OWNER), "not the folder owner's")
+        git = ("git -c user.name=agent -c user.email=agent@sandbox -c init.defaultBranch=main "
+               "-c safe.directory='*'")
+        timed("git init + commit + clone on rw", lambda: sh(
+            f"cd /work/rw && {git} init -q repo && cd repo && echo one > a.txt && {git} add a.txt"
+            f" && {git} commit -qm first && echo two >> a.txt && {git} commit -qam second"
+            f" && cd .. && {git} clone -q repo clone && cat clone/a.txt"))
+        log = subprocess.run(["git", "-C", os.path.join(self.rw, "repo"), "-c",
+                              "safe.directory=*", "log", "--format=%s"],
+                             capture_output=True, text=True)
+        self.assertEqual(log.stdout, "second\nfirst\n", log.stderr)
+        with open(os.path.join(self.rw, "clone", "a.txt")) as f:
+            self.assertEqual(f.read(), "one\ntwo\n")
+
+        # The ro share: every write refused, the host folder unchanged.
+        src_before = sorted(os.listdir(os.path.join(self.src, "proj", "pkg")))
+        for cmd in ("touch /work/src/new", "echo x >> /work/src/proj/pkg/data.txt",
+                    "rm /work/src/proj/pkg/mod.py", "mkdir /work/src/d",
+                    "mv /work/src/proj/pkg/mod.py /work/src/proj/pkg/m2.py"):
+            r = sb.exec(cmd, timeout=EXEC_S)
+            self.assertNotEqual(r.exit_code, 0, cmd)
+            self.assertIn("Read-only file system", r.stderr, cmd)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.src, "proj", "pkg"))), src_before)
+        with open(os.path.join(self.src, "proj", "pkg", "data.txt")) as f:
+            self.assertEqual(f.read(), "some data\n")
+        # A host symlink in the share is the guest's to resolve: the guest's /etc/hostname.
+        r = sh("cat /work/src/proj/hostname-link")
+        guest_hostname = sh("hostname").stdout
+        self.assertEqual(r.stdout, guest_hostname)
+
+        # rw-nodelete: create and append work; unlink, truncation, rename over refused.
+        timed("docgen into rw-nodelete", lambda: sh(
+            f"echo '{SPEC}' | docgen --spec - --out /work/out/report.pdf"))
+        with open(os.path.join(self.out, "report.pdf"), "rb") as f:
+            self.assertEqual(f.read(5), b"%PDF-")
+        sh("echo more >> /work/out/keep.txt && mkdir /work/out/new && echo n > /work/out/new/f")
+        timed("cp -a rw -> rw-nodelete", lambda: sh("cp -a /work/rw/proj /work/out/proj-copy"))
+        for cmd in ("rm /work/out/keep.txt", ": > /work/out/keep.txt", "rm -r /work/out/new",
+                    "echo x > /work/out/other && mv -f /work/out/other /work/out/keep.txt"):
+            r = sb.exec(cmd, timeout=EXEC_S)
+            self.assertNotEqual(r.exit_code, 0, cmd)
+            self.assertIn("Operation not permitted", r.stderr, cmd)
+        with open(os.path.join(self.out, "keep.txt")) as f:
+            self.assertEqual(f.read(), "keep me\nmore\n")
+        self.assertTrue(os.path.isfile(os.path.join(self.out, "proj-copy", "pkg", "mod.py")))
+        self.assertTrue(os.path.isfile(os.path.join(self.out, "new", "f")))
+
+        # The files API reaches into the shares too.
+        sb.files.write("/work/rw/from-api.txt", "via the files API\n")
+        with open(os.path.join(self.rw, "from-api.txt")) as f:
+            self.assertEqual(f.read(), "via the files API\n")
+        self.assertEqual(sb.files.read("/work/src/proj/pkg/data.txt"), b"some data\n")
+
+        # The host's mount table never saw any of it; destroy leaves the folders' contents.
+        self.assertEqual(host_mounts_naming(self.ws), [])
+        timed("DELETE /sandboxes/{id}", sb.kill)
+        timed("DELETE /templates/{id}", tpl.delete)
+        deadline = time.monotonic() + 30 * TIMEOUT_SCALE
+        while vmm_processes(daemon.state, daemon.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(vmm_processes(daemon.state, daemon.proc.pid), [])
+        self.assertEqual(host_mounts_naming(self.ws), [])
+        with open(os.path.join(self.out, "keep.txt")) as f:
+            self.assertEqual(f.read(), "keep me\nmore\n")
+        say("nothing left behind; the shares keep their files")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
