@@ -14,7 +14,7 @@ constexpr std::string_view kCodes[] = {
     code::kPathRefused, code::kNotRegularFile, code::kNotDirectory,
     code::kIsDirectory, code::kExists,         code::kPermissionDenied,
     code::kNoSpace,     code::kTooLarge,       code::kExecFailed,
-    code::kIdInUse,     code::kIoError,
+    code::kIdInUse,     code::kIoError,        code::kInUse,
 };
 
 const char* code_for_errno(int err) {

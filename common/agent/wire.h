@@ -57,6 +57,7 @@ inline constexpr char kNoSpace[] = "no_space";
 inline constexpr char kTooLarge[] = "too_large";
 inline constexpr char kExecFailed[] = "exec_failed";
 inline constexpr char kIdInUse[] = "id_in_use";
+inline constexpr char kInUse[] = "in_use";
 inline constexpr char kIoError[] = "io_error";
 }  // namespace code
 

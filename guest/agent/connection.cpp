@@ -22,7 +22,7 @@ constexpr OpEntry kOps[] = {
     {"get_file", true, op_get_file}, {"list", true, op_list},
     {"stat", true, op_stat},         {"post_restore", true, op_post_restore},
     {"shutdown", true, op_shutdown}, {"egress", true, op_egress},
-    {"mount", true, op_mount},
+    {"mount", true, op_mount},       {"umount", true, op_umount},
 };
 
 // Handles one request frame; false when the connection must close.

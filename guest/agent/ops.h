@@ -48,5 +48,6 @@ Status op_post_restore(AgentContext& ctx, ConnectionState& conn, const Request& 
 Status op_shutdown(AgentContext& ctx, ConnectionState& conn, const Request& req);
 Status op_egress(AgentContext& ctx, ConnectionState& conn, const Request& req);
 Status op_mount(AgentContext& ctx, ConnectionState& conn, const Request& req);
+Status op_umount(AgentContext& ctx, ConnectionState& conn, const Request& req);
 
 }  // namespace carapace::agent

@@ -1,5 +1,5 @@
-// mount: a workspace share of the host (a virtio-fs device, virtio 1.2 §5.11) mounted where the
-// host says, after post_restore. The host's file server enforces the share's mode whatever the
+// mount, umount: a workspace share of the host (a virtio-fs device, virtio 1.2 §5.11) mounted where
+// the host says, after post_restore. The host's file server enforces the share's mode whatever the
 // guest does; the guest's own `ro` flag only makes a read-only share fail early and clearly.
 #include <fcntl.h>
 #include <sys/mount.h>
@@ -67,6 +67,31 @@ Status op_mount(AgentContext& ctx, ConnectionState&, const Request& req) {
   }
   TRY_STATUS(ctx.root.add_mount(path));
   return req.out.send({{"ok", true}, {"tag", tag}, {"path", path}, {"read_only", read_only}});
+}
+
+}  // namespace carapace::agent
+
+namespace carapace::agent {
+
+// Before the VM is snapshotted (a fork), its shares must be unmounted: the FUSE session names
+// host files the snapshot cannot carry. A share still in use (a process's cwd or open file) is
+// busy and stays mounted; nothing is forced.
+Status op_umount(AgentContext& ctx, ConnectionState&, const Request& req) {
+  std::string path = TRY(req_string(req.body, "path"));
+  std::string rel = TRY(ctx.root.relative(path));
+  if (!ctx.system_mode)
+    return protocol_error(code::kPermissionDenied,
+                          "umount: only the guest's PID 1 unmounts shares (this agent is not)");
+  const std::string abs = ctx.root.path() + "/" + rel;
+  if (!ctx.root.remove_mount(path))
+    return protocol_error(code::kNotFound, "no share is mounted at " + path);
+  if (::umount2(abs.c_str(), UMOUNT_NOFOLLOW) < 0) {
+    const int err = errno;
+    (void)ctx.root.add_mount(path);  // still mounted: keep serving requests beneath it
+    return protocol_error(err == EBUSY ? code::kInUse : code::kIoError,
+                          "umount " + path + ": " + std::strerror(err));
+  }
+  return req.out.send({{"ok", true}, {"path", path}});
 }
 
 }  // namespace carapace::agent

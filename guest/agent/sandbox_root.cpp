@@ -81,7 +81,8 @@ Result<std::string> SandboxRoot::relative(std::string_view path) const {
 
 Status SandboxRoot::add_mount(std::string_view path) {
   std::string rel = TRY(relative(path));
-  if (rel.size() == 1 && rel[0] == '.') return refused(path, "the sandbox root itself cannot be a mount point");
+  if (rel.size() == 1 && rel[0] == '.')
+    return refused(path, "the sandbox root itself cannot be a mount point");
   // The mount point is reached by the kernel beneath the root (or the sub-root above it) with
   // symlinks refused, then entered: O_PATH of the mount point gives the mounted root, since an
   // open crosses onto whatever is mounted on its last component.
@@ -105,6 +106,18 @@ Status SandboxRoot::add_mount(std::string_view path) {
     }
   subs_->list.push_back(std::move(sub));
   return {};
+}
+
+bool SandboxRoot::remove_mount(std::string_view path) {
+  auto rel = relative(path);
+  if (!rel.ok()) return false;
+  std::lock_guard<std::mutex> lock(subs_->mu);
+  for (auto it = subs_->list.begin(); it != subs_->list.end(); ++it)
+    if ((*it)->rel == *rel) {
+      subs_->list.erase(it);
+      return true;
+    }
+  return false;
 }
 
 int SandboxRoot::base_for(std::string& rel, std::shared_ptr<SubRoot>& keep) const {

@@ -34,6 +34,8 @@ class SandboxRoot {
   // mount's own descriptor instead, under the same RESOLVE_* flags (nothing else crosses a
   // mount). `path` must already be a directory mounted there. The longest registered prefix wins.
   Status add_mount(std::string_view path);
+  // Forgets the mount at `path` (after op "umount"); false if none was registered there.
+  bool remove_mount(std::string_view path);
 
   const std::string& path() const { return path_; }
   int fd() const { return fd_.get(); }
