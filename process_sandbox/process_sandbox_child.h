@@ -6,8 +6,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "process_sandbox/process_sandbox.h"
+#include "process_sandbox/share_mounts.h"
 
 namespace carapace {
 
@@ -24,6 +26,7 @@ struct ProcessChildPlan {
   gid_t host_gid = 0;
   std::string token;  // "" for none
   int ctl_fd = -1;
+  std::vector<PreparedShare>* shares = nullptr;  // mounted by the child, then closed
 };
 
 [[noreturn]] void process_sandbox_child_main(const ProcessChildPlan& plan);
