@@ -331,7 +331,7 @@ TEST_P(MicrovmBackendTest, ForkGivesLiveChildrenWithOwnIdentities) {
   ASSERT_TRUE(t.ok()) << t.error().describe();
   auto parent = (*t)->acquire({}, nullptr);
   ASSERT_TRUE(parent.ok()) << parent.error().describe();
-  auto kids = (*t)->fork(**parent, 2);
+  auto kids = (*t)->fork(**parent, 2, {});
   ASSERT_TRUE(kids.ok()) << kids.error().describe();
   ASSERT_EQ(kids->size(), 2u);
   std::set<uint32_t> cids{(*parent)->describe()["cid"].get<uint32_t>()};
@@ -356,7 +356,7 @@ TEST_P(MicrovmBackendTest, DestroyCleansEverything) {
   ASSERT_TRUE(t.ok()) << t.error().describe();
   auto a = (*t)->acquire({}, nullptr);
   ASSERT_TRUE(a.ok()) << a.error().describe();
-  auto kids = (*t)->fork(**a, 1);
+  auto kids = (*t)->fork(**a, 1, {});
   ASSERT_TRUE(kids.ok()) << kids.error().describe();
   std::vector<int> pids{(*a)->pid(), (*kids)[0]->pid()};
   a->reset();
