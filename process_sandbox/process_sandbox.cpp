@@ -104,6 +104,7 @@ Status handshake(JailFolder& jail, pid_t pid, int ctl, uid_t uid, gid_t gid) {
     if (m.empty())
       return make_error(sent ? "sandbox child ended during setup" : "sandbox child went away");
     if (m[0] == kMsgError) return make_error(m.substr(1));
+    if (m[0] == kMsgRefused) return as_invalid_input(make_error(m.substr(1)));
     if (m[0] == kMsgRunning) return ok_status();
     if (m[0] != kMsgUserNs) return make_error("sandbox child: unexpected message");
     TRY_STATUS(write_id_maps(pid, uid, gid));

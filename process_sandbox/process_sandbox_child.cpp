@@ -379,7 +379,10 @@ Status setup(const ProcessChildPlan& plan) {
 void process_sandbox_child_main(const ProcessChildPlan& plan) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   Status s = setup(plan);
-  std::string msg = std::string(1, kMsgError) + s.error().describe();
+  // Bad input (a guest path through a link of the image) stays bad input for the supervisor's
+  // exit status, and so for the daemon's answer.
+  const char kind = s.error().kind == ErrorKind::kInvalidInput ? kMsgRefused : kMsgError;
+  std::string msg = std::string(1, kind) + s.error().describe();
   (void)!::send(plan.ctl_fd, msg.data(), msg.size(), MSG_NOSIGNAL);
   ::_exit(1);
 }

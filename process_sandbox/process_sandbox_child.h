@@ -19,6 +19,7 @@ inline constexpr char kMsgUserNs = 'u';   // child → supervisor: in the user n
 inline constexpr char kMsgMapped = 'm';   // supervisor → child: maps written
 inline constexpr char kMsgRunning = 'r';  // child → supervisor: the agent runs
 inline constexpr char kMsgError = 'E';    // child → supervisor: 'E' + one line
+inline constexpr char kMsgRefused = 'B';  // child → supervisor: 'B' + one line (bad input)
 
 struct ProcessChildPlan {
   const ProcessSandboxConfig* cfg = nullptr;

@@ -148,7 +148,7 @@ Result<UniqueFd> mount_point(const std::string& root, const std::string& guest) 
 Result<UniqueFd> open_share_dir(const ShareSpec& spec) {
   UniqueFd fd(::open(spec.host.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid())
-    return as_invalid_input(sys_error("--mount host=" + spec.host + ": not an open folder"));
+    return as_invalid_input(sys_error("--mount host=" + spec.host + ": cannot open the folder"));
   return fd;
 }
 
