@@ -269,6 +269,29 @@ TEST_F(DaemonMountsTest, CreateShowsItsMountsAndReplacesTheTemplates) {
             own["mounts"]);
 }
 
+// A template's mounts are in its record: a restarted daemon has them, and opens them anew for each
+// create (a folder gone meanwhile fails that create, not the reload).
+TEST_F(DaemonMountsTest, TemplateMountsSurviveARestart) {
+  const std::string config =
+      R"({"health_interval_s": 0, "on_shutdown": "persist", "mount_roots": [")" + ws_ + R"("]})";
+  start_daemon(config);
+  const std::string tpl =
+      make_template(0, "microvm",
+                    R"("mounts": [{"host_path": ")" + ws_ + R"(/b", "guest_path": "/mnt/b", )" +
+                        R"("mode": "rw"}])");
+  ASSERT_FALSE(tpl.empty());
+  stop_daemon();
+  std::filesystem::remove(ws_ + "/b");
+  start_daemon(config);
+  json t = body_json(call("GET", "/templates/" + tpl));
+  EXPECT_EQ(t["mounts"], json::array({mount("b", "/mnt/b", "rw")}));
+  auto gone = call("POST", "/sandboxes", json({{"template", tpl}}).dump());
+  EXPECT_EQ(gone.status, 400);
+  EXPECT_NE(gone.body.find(ws_ + "/b does not exist"), std::string::npos) << gone.body;
+  std::filesystem::create_directories(ws_ + "/b");
+  EXPECT_EQ(make_sandbox(tpl)["mounts"], t["mounts"]);
+}
+
 TEST_F(DaemonMountsTest, SecurityCheck64_BadMountsAre400AndChangeNothing) {
   const std::string tpl = make_template(0);
   const json bodies[] = {
