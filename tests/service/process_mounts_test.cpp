@@ -340,6 +340,10 @@ TEST_F(ProcessMountsTest, NodeleteBeneathWorkFreezesWorksOwnEntries) {
                  "y > d/g; rm d/g 2>/dev/null || echo later-dir-rm-refused; echo > /tmp/t && rm "
                  "/tmp/t && echo tmp-fine"});
   EXPECT_EQ(out, "work-rm-refused\nlater-dir-rm-refused\ntmp-fine\n");
+  // The files API writes a temporary file and renames it into place: refused in /work here.
+  auto c = (*sb)->agent().connect();
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  EXPECT_FALSE(c->put_file("up.txt", "x").ok());
   sb->reset();
   (*tpl)->shutdown();
 }
