@@ -1,5 +1,6 @@
-// `rw-nodelete` on the process back end: a Landlock ruleset (Linux 6.2+, ABI 3) applied to the
-// agent, and so to every process of the sandbox, before the agent is exec'd.
+// `rw-nodelete` on the process back end (docs/security.md #65, #66): a Landlock ruleset (Linux
+// 6.2+, ABI 3) applied to the agent, and so to every process of the sandbox, before the agent is
+// exec'd.
 //
 // Landlock only grants, on hierarchies: the ruleset handles REMOVE_FILE, REMOVE_DIR, TRUNCATE and
 // REFER (MAKE_* and WRITE_FILE are not handled, so creating and writing stay allowed), grants

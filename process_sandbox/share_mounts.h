@@ -1,4 +1,4 @@
-// The process sandbox's workspace mounts (share_spec.h), in two halves:
+// The process sandbox's workspace mounts (share_spec.h; docs/security.md #65), in two halves:
 //
 //   supervisor, host mount namespace            child (PID 1), its own mount namespace, real root
 //   ─ opens each host folder (O_PATH)           ─ makes the mount point beneath the new root,

@@ -1,4 +1,5 @@
-// Workspace mounts in the daemon (docs/api.md, Mounts): a request's list checked, then each host
+// Workspace mounts in the daemon (docs/api.md, Mounts; docs/security.md #64, #67): a request's
+// list checked, then each host
 // folder opened beneath the daemon's `mount_roots`, so a back end is only ever given a folder
 // that was checked, as an open descriptor.
 //

@@ -404,6 +404,8 @@ ApiResult<std::vector<SandboxView>> SandboxService::fork_sandbox(const std::stri
   auto s = find_sandbox(id);
   if (!s) return not_found("no sandbox " + id);
   TemplateEntry* tpl = s->tpl.get();
+  // The children's mounts (docs/security.md #67): none unless asked, the parent's read-only unless
+  // "same", or a list of their own checked as a create's. Before anything is reserved.
   InstanceOptions opts;
   switch (req.mounts) {
     case ForkRequest::Mounts::kNone:
