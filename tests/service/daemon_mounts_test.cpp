@@ -20,7 +20,6 @@ namespace {
 
 using nlohmann::json;
 using service::MountMode;
-using service::MountRequest;
 
 std::string parse_error(const json& mounts) {
   auto r = service::parse_mounts(mounts, "mounts");
