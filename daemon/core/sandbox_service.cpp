@@ -223,7 +223,10 @@ ApiResult<SandboxView> SandboxService::create_sandbox(const SandboxRequest& req)
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutting_down_) return unavailable("the daemon is shutting down");
-    slot = TRY(reserve_locked(tpl.get(), 1));
+    // Deleted while its mounts were opened (it had no users yet to stop that).
+    auto it = templates_.find(tpl_id);
+    if (it == templates_.end() || it->second != tpl) return not_found("no template " + tpl_id);
+    slot = TRY(reserve_locked(tpl.get(), 1));  // the last step under the lock
   }
 
   bool from_pool = false;
