@@ -22,7 +22,8 @@ const char kServeUsage[] =
     "                    max_request_bytes, max_upload_bytes, health_interval_s,\n"
     "                    health_timeout_s, header_timeout_s, max_connections,\n"
     "                    on_shutdown (\"destroy\"|\"persist\"), tcp {port, token_file}, seccomp,\n"
-    "                    egress_ca_file (the CAs egress proxies verify origins against)\n"
+    "                    egress_ca_file (the CAs egress proxies verify origins against),\n"
+    "                    mount_roots (the host folders sandboxes may mount)\n"
     "  Logs are JSON lines on stderr. SIGTERM/SIGINT: stop accepting, destroy every sandbox\n"
     "  (and, with on_shutdown \"destroy\", every template), exit 0.\n";
 

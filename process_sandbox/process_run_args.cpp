@@ -30,6 +30,12 @@ const char kProcessRunUsage[] =
     "  --agent PATH          a static agent bound over the image's /usr/sbin/carapace-agent\n"
     "  --chroot-base DIR     where jail folders go (default /srv/carapace-process)\n"
     "  --cgroup-version auto|1|2\n"
+    "  --mount host=PATH,guest=PATH[,mode=ro|rw|rw-nodelete]\n"
+    "                        share a host folder at PATH inside (repeatable, at most 8; mode\n"
+    "                        ro by default): an idmapped bind mount (the folder's owner is the\n"
+    "                        sandbox's user inside it), nosuid, nodev, read-only for ro;\n"
+    "                        rw-nodelete adds Landlock: nothing in it can be removed, renamed or\n"
+    "                        truncated (docs/api.md, Mounts). HOST is opened as given\n"
     "  --allow-egress RULE   not supported by the process backend yet (refused): its network\n"
     "                        namespace has only loopback\n"
     "exit status: the agent's (128+N for signal N), 1 host error, 2 bad input\n";
@@ -105,6 +111,8 @@ Result<ProcessRunArgs> parse_process_run_args(const std::vector<std::string>& ar
             return flag_error("--cgroup-version: expected auto, 1 or 2");
         } else if (a == "--allow-egress") {
           c.allow_egress.push_back(v);
+        } else if (a == "--mount") {
+          c.shares.push_back(TRY(parse_share_flag(a, v)));
         } else {
           return flag_error("unknown flag '" + a + "' for --isolation process");
         }
@@ -114,6 +122,8 @@ Result<ProcessRunArgs> parse_process_run_args(const std::vector<std::string>& ar
   if (c.rootfs.empty()) return flag_error("--rootfs is required with --isolation process");
   if (c.agent_sock.empty()) return flag_error("--agent-sock is required with --isolation process");
   if (c.gid != 0 && c.uid == 0) return flag_error("--gid needs --uid");
+  if (Status s = check_share_list(c.shares, "--mount"); !s.ok())
+    return flag_error(s.error().message);
   return out;
 }
 

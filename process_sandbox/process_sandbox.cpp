@@ -17,7 +17,9 @@
 #include "common/base/unique_fd.h"
 #include "jailer/cgroup.h"
 #include "jailer/supervisor.h"
+#include "process_sandbox/nodelete_landlock.h"
 #include "process_sandbox/process_sandbox_child.h"
+#include "process_sandbox/share_mounts.h"
 
 namespace carapace {
 namespace {
@@ -102,6 +104,7 @@ Status handshake(JailFolder& jail, pid_t pid, int ctl, uid_t uid, gid_t gid) {
     if (m.empty())
       return make_error(sent ? "sandbox child ended during setup" : "sandbox child went away");
     if (m[0] == kMsgError) return make_error(m.substr(1));
+    if (m[0] == kMsgRefused) return as_invalid_input(make_error(m.substr(1)));
     if (m[0] == kMsgRunning) return ok_status();
     if (m[0] != kMsgUserNs) return make_error("sandbox child: unexpected message");
     TRY_STATUS(write_id_maps(pid, uid, gid));
@@ -135,6 +138,18 @@ class AgentSockLink {
   bool made_ = false;
 };
 
+Result<std::vector<PreparedShare>> open_and_prepare_shares(const ProcessSandboxConfig& cfg,
+                                                           std::vector<UniqueFd> dirs, uid_t uid,
+                                                           gid_t gid) {
+  TRY_STATUS(check_share_list(cfg.shares, "--mount"));
+  for (const ShareSpec& s : cfg.shares)
+    if (s.mode == ShareMode::kRwNoDelete) TRY_STATUS(check_nodelete_supported());
+  if (dirs.empty())
+    for (const ShareSpec& s : cfg.shares)
+      dirs.push_back(TRY(open_share_dir(s)));
+  return prepare_shares(cfg.shares, std::move(dirs), uid, gid);
+}
+
 }  // namespace
 
 uid_t derived_sandbox_uid(const std::string& id) {
@@ -144,7 +159,7 @@ uid_t derived_sandbox_uid(const std::string& id) {
   return kDerivedUidBase + h % kDerivedUidSpan;
 }
 
-int run_process_sandbox(const ProcessSandboxConfig& cfg) {
+int run_process_sandbox(const ProcessSandboxConfig& cfg, std::vector<UniqueFd> share_dirs) {
   // Everything is checked before anything is created.
   if (!cfg.allow_egress.empty())
     return fail(
@@ -164,6 +179,11 @@ int run_process_sandbox(const ProcessSandboxConfig& cfg) {
   }
   const uid_t uid = cfg.uid ? cfg.uid : derived_sandbox_uid(cfg.id);
   const gid_t gid = cfg.gid ? cfg.gid : uid;
+  // The shares are made ready (detached, idmapped mounts) before anything of the sandbox exists,
+  // so a folder that cannot be shared, or a kernel that cannot keep rw-nodelete, fails the start
+  // with nothing to undo; never a weaker mount instead.
+  auto shares = open_and_prepare_shares(cfg, std::move(share_dirs), uid, gid);
+  if (!shares.ok()) return fail(shares.error());
   auto mounts = detect_cgroup_mounts();
   if (!mounts.ok()) return fail(mounts.error());
   CgroupLimits limits{cfg.mem_limit_mib << 20, cfg.cpu_quota_pct, cfg.pids_max};
@@ -194,9 +214,10 @@ int run_process_sandbox(const ProcessSandboxConfig& cfg) {
   if (pid == 0) {
     ctl.reset();
     stops->close_fd();
-    ProcessChildPlan plan{&cfg, uid, gid, token, child_ctl.get()};
+    ProcessChildPlan plan{&cfg, uid, gid, token, child_ctl.get(), &*shares};
     process_sandbox_child_main(plan);
   }
+  shares->clear();  // the child holds its own copies until it has mounted them
   UniqueFd child(pidfd);
   child_ctl.reset();
   token.assign(token.size(), '0');

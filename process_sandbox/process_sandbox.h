@@ -23,7 +23,9 @@
 #include <vector>
 
 #include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "jailer/jail_config.h"
+#include "process_sandbox/share_spec.h"
 
 namespace carapace {
 
@@ -43,6 +45,9 @@ struct ProcessSandboxConfig {
   uint64_t nofile = 4096;
   CgroupVersion cgroup_version = CgroupVersion::kAuto;
   std::vector<std::string> allow_egress;  // refused: not supported by this back end yet
+  // Host folders bind-mounted (idmapped) at their guest paths (share_mounts.h); rw-nodelete ones
+  // under Landlock (nodelete_landlock.h).
+  std::vector<ShareSpec> shares;
 
   std::string jail_dir() const { return chroot_base + "/" + id; }
   // Where a host-side egress proxy may put its socket for this sandbox (kEgressDirInside in the
@@ -64,6 +69,8 @@ uid_t derived_sandbox_uid(const std::string& id);
 // Runs the sandbox to the end; returns the exit status (the agent's, 128+N for signal N, 1 for
 // a host error, 2 for bad input). Prints "carapace: process sandbox 'ID' ready: agent at PATH"
 // on stderr once the agent runs (it then binds its socket within milliseconds; callers ping).
-int run_process_sandbox(const ProcessSandboxConfig& cfg);
+// `share_dirs`, when given, are cfg.shares' host folders already open (open_share_dir), one per
+// share; else they are opened here.
+int run_process_sandbox(const ProcessSandboxConfig& cfg, std::vector<UniqueFd> share_dirs = {});
 
 }  // namespace carapace

@@ -28,6 +28,7 @@
 #include "jailer/jail_fs.h"
 #include "jailer/supervisor.h"
 #include "process_sandbox/init_title.h"
+#include "process_sandbox/nodelete_landlock.h"
 #include "process_sandbox/workload_seccomp.h"
 
 namespace carapace {
@@ -165,6 +166,8 @@ Status build_root(const ProcessChildPlan& plan) {
   TRY_STATUS(make_dirs(root + "/work", 0755));
   if (::chown((root + "/work").c_str(), plan.host_uid, plan.host_gid) != 0)
     return sys_error("chown /work");
+  // The workspace mounts last: a guest path beneath /work or /tmp lands on what is there now.
+  if (plan.shares) TRY_STATUS(attach_shares(root, *plan.shares));
 
   if (::chdir(root.c_str()) != 0) return sys_error("chdir " + root);
   if (::syscall(SYS_pivot_root, ".", ".") != 0) return sys_error("pivot_root");
@@ -243,18 +246,19 @@ Status place_fd(int fd, int target) {
   return ok_status();
 }
 
-// PID 2: the agent. Listening socket on fd 4, token on fd 3 (a pipe), workload filter on, fresh
-// environment.
-[[noreturn]] void exec_agent(int listen_fd, int token_fd, int err_fd) {
+// PID 2: the agent. Listening socket on fd 4, token on fd 3 (a pipe), the rw-nodelete ruleset
+// (-1: none) applied, workload filter on, fresh environment.
+[[noreturn]] void exec_agent(int listen_fd, int token_fd, int err_fd, int ruleset) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Landlock first, while the ruleset's descriptor is surely still the one it was.
+  Status s = ruleset >= 0 ? restrict_self_to(ruleset) : ok_status();
   // Both through high numbers first: either source may sit on the other's target.
   int lhigh = ::fcntl(listen_fd, F_DUPFD_CLOEXEC, 64);
   int thigh = token_fd >= 0 ? ::fcntl(token_fd, F_DUPFD_CLOEXEC, 64) : -1;
-  Status s;
-  if (lhigh < 0 || (token_fd >= 0 && thigh < 0)) s = sys_error("dup");
+  if (s.ok() && (lhigh < 0 || (token_fd >= 0 && thigh < 0))) s = sys_error("dup");
   if (s.ok()) s = place_fd(lhigh, kListenFd);
   if (s.ok() && thigh >= 0) s = place_fd(thigh, kTokenFd);
   if (s.ok()) {
@@ -292,7 +296,7 @@ Result<UniqueFd> bind_agent_socket() {
 }
 
 // Starts the agent; returns its pid once it has exec'd.
-Result<pid_t> start_agent(const ProcessChildPlan& plan, int listen_fd) {
+Result<pid_t> start_agent(const ProcessChildPlan& plan, int listen_fd, int ruleset) {
   int token_pipe[2] = {-1, -1};
   UniqueFd token_r, token_w;
   if (!plan.token.empty()) {
@@ -310,7 +314,7 @@ Result<pid_t> start_agent(const ProcessChildPlan& plan, int listen_fd) {
   UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
   pid_t pid = ::fork();
   if (pid < 0) return sys_error("fork agent");
-  if (pid == 0) exec_agent(listen_fd, token_r.valid() ? token_r.get() : -1, err_w.get());
+  if (pid == 0) exec_agent(listen_fd, token_r.valid() ? token_r.get() : -1, err_w.get(), ruleset);
   err_w.reset();
   token_r.reset();
   const std::string err = read_until_eof(err_r.get());
@@ -338,6 +342,13 @@ Status setup(const ProcessChildPlan& plan) {
   TRY_STATUS(become_anonymous_init());
   ::umask(0);
   TRY_STATUS(build_root(plan));
+  // Made as real root in the finished tree (the paths are the sandbox's now), applied to the agent.
+  UniqueFd ruleset;
+  std::vector<std::string> nodelete;
+  if (plan.shares)
+    for (const PreparedShare& share : *plan.shares)
+      if (share.spec.mode == ShareMode::kRwNoDelete) nodelete.push_back(share.spec.guest);
+  if (!nodelete.empty()) ruleset = TRY(nodelete_ruleset(nodelete));
   TRY_STATUS(loopback_up());
   UniqueFd listener = TRY(bind_agent_socket());
   if (::sethostname(cfg.id.data(), cfg.id.size()) != 0) return sys_error("sethostname");
@@ -356,7 +367,7 @@ Status setup(const ProcessChildPlan& plan) {
   if (::poll(&pfd, 1, 0) != 0) return make_error("supervisor went away");
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return sys_error("PR_SET_DUMPABLE");
   ::umask(022);
-  pid_t agent = TRY(start_agent(plan, listener.get()));
+  pid_t agent = TRY(start_agent(plan, listener.get(), ruleset.valid() ? ruleset.get() : -1));
   listener.reset();
   TRY_STATUS(send_msg(plan.ctl_fd, std::string(1, kMsgRunning)));
   ::close(plan.ctl_fd);
@@ -368,7 +379,10 @@ Status setup(const ProcessChildPlan& plan) {
 void process_sandbox_child_main(const ProcessChildPlan& plan) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   Status s = setup(plan);
-  std::string msg = std::string(1, kMsgError) + s.error().describe();
+  // Bad input (a guest path through a link of the image) stays bad input for the supervisor's
+  // exit status, and so for the daemon's answer.
+  const char kind = s.error().kind == ErrorKind::kInvalidInput ? kMsgRefused : kMsgError;
+  std::string msg = std::string(1, kind) + s.error().describe();
   (void)!::send(plan.ctl_fd, msg.data(), msg.size(), MSG_NOSIGNAL);
   ::_exit(1);
 }

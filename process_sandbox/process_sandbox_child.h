@@ -6,8 +6,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "process_sandbox/process_sandbox.h"
+#include "process_sandbox/share_mounts.h"
 
 namespace carapace {
 
@@ -17,6 +19,7 @@ inline constexpr char kMsgUserNs = 'u';   // child → supervisor: in the user n
 inline constexpr char kMsgMapped = 'm';   // supervisor → child: maps written
 inline constexpr char kMsgRunning = 'r';  // child → supervisor: the agent runs
 inline constexpr char kMsgError = 'E';    // child → supervisor: 'E' + one line
+inline constexpr char kMsgRefused = 'B';  // child → supervisor: 'B' + one line (bad input)
 
 struct ProcessChildPlan {
   const ProcessSandboxConfig* cfg = nullptr;
@@ -24,6 +27,7 @@ struct ProcessChildPlan {
   gid_t host_gid = 0;
   std::string token;  // "" for none
   int ctl_fd = -1;
+  std::vector<PreparedShare>* shares = nullptr;  // mounted by the child, then closed
 };
 
 [[noreturn]] void process_sandbox_child_main(const ProcessChildPlan& plan);

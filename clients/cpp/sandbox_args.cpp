@@ -13,18 +13,23 @@ const char kSandboxUsage[] =
     "                  [--rootfs PATH] [--initrd PATH] [--boot-args S] [--name N] [--pool N]\n"
     "                  [--mem MIB] [--vcpus N] [--agent-timeout S]   prints the template id\n"
     "  template ls | template rm ID\n"
-    "  create --template ID [--timeout S] [--env K=V]... [NETWORK]  prints the sandbox id\n"
+    "  create --template ID [--timeout S] [--env K=V]... [MOUNT]... [NETWORK]\n"
+    "                  prints the sandbox id\n"
     "  exec ID [--stream] [--env K=V]... [--cwd DIR] [--timeout-ms N] -- ARGV...\n"
     "                  exit status: the command's, 128+signal, 124 on timeout\n"
     "  put ID LOCAL REMOTE | get ID REMOTE LOCAL|-\n"
     "  rm ID | ls [--json] | pause ID | resume ID\n"
-    "  fork ID [--count N] [NETWORK]   prints the children's ids; without NETWORK each child\n"
-    "                  keeps the parent's policy\n"
+    "  fork ID [--count N] [--inherit-mounts [--same-modes] | MOUNT...] [NETWORK]\n"
+    "                  prints the children's ids; without NETWORK each child keeps the\n"
+    "                  parent's policy; without mounts it has none (inherited ones read-only\n"
+    "                  unless --same-modes)\n"
     "  network ID [--allow-host RULE]... [--deny-host RULE]... [CREDENTIALS] | --off\n"
     "                  replaces the sandbox's egress policy live, credentials included (one\n"
     "                  left out is revoked; --off: no way out at all); prints the sandbox as\n"
     "                  JSON, secrets redacted\n"
     "  doc ID SPEC.json FORMAT OUT     FORMAT: docx, pptx, xlsx or pdf (OUT '-' is stdout)\n"
+    "MOUNT: --mount host=PATH,guest=PATH[,mode=ro|rw|rw-nodelete]  a host folder beneath the\n"
+    "  daemon's mount_roots, seen inside at guest (mode ro by default)\n"
     "NETWORK: [--allow-host RULE]... [--deny-host RULE]... [CREDENTIALS] | --no-internet\n"
     "  the egress policy (without it: the template's); RULE: host, *.suffix, *, IP or CIDR\n"
     "  ([v6] in brackets), each with an optional :port; deny wins\n"
@@ -121,6 +126,33 @@ Result<bool> network_flag(ArgCursor& c, const std::string& f, const std::string&
       f, off_flag, [&] { return c.value(f); }, network);
 }
 
+// host=PATH,guest=PATH[,mode=M]: one entry of the API's "mounts" (the daemon checks the paths and
+// the mode).
+Result<nlohmann::json> parse_mount(const std::string& flag, const std::string& value) {
+  nlohmann::json m = nlohmann::json::object();
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t end = value.find(',', start);
+    if (end == std::string::npos) end = value.size();
+    const std::string item = value.substr(start, end - start);
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const char* field = key == "host"    ? "host_path"
+                        : key == "guest" ? "guest_path"
+                        : key == "mode"  ? "mode"
+                                         : nullptr;
+    if (eq == std::string::npos || field == nullptr)
+      return bad(flag + ": expected host=PATH,guest=PATH[,mode=ro|rw|rw-nodelete], got '" + item +
+                 "'");
+    if (m.contains(field)) return bad(flag + ": " + key + "= given twice");
+    m[field] = item.substr(eq + 1);
+    start = end + 1;
+  }
+  if (!m.contains("host_path") || !m.contains("guest_path"))
+    return bad(flag + ": host= and guest= are required");
+  return m;
+}
+
 Status parse_create(ArgCursor& c, SandboxArgs& out) {
   std::map<std::string, std::string> env;
   sandbox::NetworkRequest network;
@@ -133,6 +165,8 @@ Status parse_create(ArgCursor& c, SandboxArgs& out) {
       out.body["timeout_s"] = TRY(bounded(f, TRY(c.value(f)), 1, 365ull * 24 * 3600));
     } else if (f == "--env") {
       TRY_STATUS(parse_env_pair(TRY(c.value(f)), env));
+    } else if (f == "--mount") {
+      out.body["mounts"].push_back(TRY(parse_mount(f, TRY(c.value(f)))));
     } else {
       return bad("create: unknown option '" + f + "'");
     }
@@ -149,9 +183,22 @@ Status parse_fork(ArgCursor& c, SandboxArgs& out) {
   while (!c.done()) {
     std::string f = c.next();
     if (TRY(network_flag(c, f, "--no-internet", network))) continue;
-    if (f != "--count") return bad("fork: unknown option '" + f + "'");
-    out.count = static_cast<uint32_t>(TRY(bounded(f, TRY(c.value(f)), 1, 16)));
+    if (f == "--inherit-mounts") {
+      out.body["mounts"] = "inherit";
+    } else if (f == "--same-modes") {
+      out.body["mounts_mode"] = "same";
+    } else if (f == "--mount") {
+      if (out.body.contains("mounts") && !out.body["mounts"].is_array())
+        return bad("fork: --mount and --inherit-mounts exclude each other");
+      out.body["mounts"].push_back(TRY(parse_mount(f, TRY(c.value(f)))));
+    } else if (f == "--count") {
+      out.count = static_cast<uint32_t>(TRY(bounded(f, TRY(c.value(f)), 1, 16)));
+    } else {
+      return bad("fork: unknown option '" + f + "'");
+    }
   }
+  if (out.body.contains("mounts_mode") && out.body.value("mounts", nlohmann::json()) != "inherit")
+    return bad("fork: --same-modes needs --inherit-mounts");
   TRY_STATUS(check_network_flags(network, "--no-internet"));
   if (!network.empty()) out.body["network"] = sandbox::network_json(network);
   return ok_status();

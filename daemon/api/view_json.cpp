@@ -48,6 +48,7 @@ json to_json(const TemplateView& t) {
           {"created_at", rfc3339(t.created_at)},
           {"sandboxes", t.sandboxes},
           {"network", t.network.internet ? network_spec_json(t.network) : json(false)},
+          {"mounts", mounts_json(t.mounts)},
           {"backend", t.backend}};
 }
 
@@ -62,6 +63,7 @@ json to_json(const SandboxView& s) {
           {"create_ms", s.create_ms},
           {"parent", s.parent.empty() ? json(nullptr) : json(s.parent)},
           {"network", network_view(s.network, s.proxy)},
+          {"mounts", mounts_json(s.mounts)},
           {"state", state_name(s.state)},
           {"backend", s.backend}};
 }

@@ -25,6 +25,8 @@
 #include "common/base/log.h"
 #include "common/base/ready_pool.h"
 #include "common/base/result.h"
+#include "common/base/unique_fd.h"
+#include "process_sandbox/share_spec.h"
 
 namespace carapace::service {
 
@@ -56,9 +58,26 @@ struct AgentEndpoint {
   Result<AgentClient> connect() const;
 };
 
+using MountMode = ShareMode;  // "ro" | "rw" | "rw-nodelete" (share_mode_name)
+
+// A host folder shared into one sandbox (docs/api.md, Mounts), checked by the daemon
+// (daemon/core/mounts.h): `dir` is that folder, opened beneath a mount root one component at a
+// time without following a link or leaving the file system. A back end mounts `dir` (as
+// /proc/self/fd/N of a descriptor it passes), never `host_path` again, so a component swapped for
+// a symlink after the check cannot redirect the mount.
+struct SandboxMount {
+  std::string host_path;                // as asked: for views and messages
+  std::shared_ptr<const UniqueFd> dir;  // O_PATH | O_DIRECTORY
+  std::string guest_path;
+  MountMode mode = MountMode::kRo;
+};
+
 // Per-sandbox choices at create time.
 struct InstanceOptions {
   uint64_t ttl_s = 0;  // informational for the back end
+  // The sandbox's mounts, checked by the daemon; a back end that cannot mount refuses a non-empty
+  // list (invalid input) before it starts anything.
+  std::vector<SandboxMount> mounts;
 };
 
 // Where an instance's egress proxy (daemon/backends/egress_sidecar.h) listens on the host and how
@@ -146,10 +165,12 @@ class TemplateBackend {
   // came ready from the pool (a hit) or was started now (a miss).
   virtual Result<std::unique_ptr<Instance>> acquire(const InstanceOptions& opts,
                                                     bool* from_pool) = 0;
-  // `count` children of a running instance, each with its own identity and token; the parent
+  // `count` children of a running instance, each with its own identity and token and
+  // `opts.mounts` (decided by the daemon: none, the parent's, or a list of their own); the parent
   // keeps running (is left as it was on failure). Back ends that cannot fork say so (invalid
   // input).
-  virtual Result<std::vector<std::unique_ptr<Instance>>> fork(Instance& parent, uint32_t count) = 0;
+  virtual Result<std::vector<std::unique_ptr<Instance>>> fork(Instance& parent, uint32_t count,
+                                                              const InstanceOptions& opts) = 0;
   virtual PoolStats pool_stats() = 0;
   // Template build time and anything worth showing in GET /templates/{id}.
   virtual nlohmann::json describe() const = 0;

@@ -101,7 +101,8 @@ const char* vmm_exit_meaning(int status) {
 }
 
 Result<VmmProcess> VmmProcess::spawn(const std::vector<std::string>& argv,
-                                     const std::string& log_path) {
+                                     const std::string& log_path,
+                                     const std::vector<int>& pass_fds) {
   if (argv.empty()) return make_error("spawn: empty command line");
   // Everything the child needs is prepared before fork: between fork and exec only
   // async-signal-safe calls (the daemon has threads).
@@ -118,6 +119,8 @@ Result<VmmProcess> VmmProcess::spawn(const std::vector<std::string>& argv,
   UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!null.valid()) return sys_error("spawn: /dev/null");
 
+  std::vector<int> staged(pass_fds.size(), -1);  // written by the child only (its copy)
+  const int first_free = 3 + static_cast<int>(pass_fds.size());
   const pid_t daemon = ::getpid();
   auto [pid, fork_errno] = ForkThread::get().run([&]() -> pid_t {
     pid_t child = ::fork();
@@ -127,6 +130,11 @@ Result<VmmProcess> VmmProcess::spawn(const std::vector<std::string>& argv,
     // dup2 clears O_CLOEXEC on the copies; every other descriptor of the daemon is CLOEXEC.
     if (::dup2(null.get(), 0) < 0 || ::dup2(log.get(), 1) < 0 || ::dup2(log.get(), 2) < 0)
       ::_exit(127);
+    // Through numbers above every target first, so no source is overwritten before it moves.
+    for (size_t i = 0; i < pass_fds.size(); ++i)
+      if ((staged[i] = ::fcntl(pass_fds[i], F_DUPFD_CLOEXEC, first_free)) < 0) ::_exit(127);
+    for (size_t i = 0; i < staged.size(); ++i)
+      if (::dup2(staged[i], 3 + static_cast<int>(i)) < 0) ::_exit(127);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

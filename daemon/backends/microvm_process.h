@@ -19,9 +19,11 @@ namespace carapace::service {
 class VmmProcess {
  public:
   // Starts argv[0] with `argv`; stdin is /dev/null, stdout and stderr go to `log_path` (empty:
-  // the daemon's own stderr, for a child whose lines belong in the daemon's log).
-  static Result<VmmProcess> spawn(const std::vector<std::string>& argv,
-                                  const std::string& log_path);
+  // the daemon's own stderr, for a child whose lines belong in the daemon's log). `pass_fds[i]`
+  // becomes the child's descriptor 3 + i (a folder the daemon checked, named on the command line
+  // as /proc/self/fd/N); no other descriptor is inherited.
+  static Result<VmmProcess> spawn(const std::vector<std::string>& argv, const std::string& log_path,
+                                  const std::vector<int>& pass_fds = {});
   VmmProcess() = default;
   VmmProcess(VmmProcess&& other) noexcept;
   VmmProcess& operator=(VmmProcess&& other) noexcept;

@@ -8,6 +8,7 @@
 
 #include "common/base/unique_fd.h"
 #include "common/http/json_util.h"
+#include "process_sandbox/share_spec.h"
 
 namespace carapace::service {
 namespace {
@@ -54,6 +55,24 @@ Result<TcpConfig> parse_tcp(const json& v) {
   if (tcp.token_file.empty())
     return bad("tcp.token_file", "is required: TCP is never open without a bearer token");
   return tcp;
+}
+
+constexpr size_t kMaxMountRoots = 64;
+
+Result<std::vector<std::string>> parse_mount_roots(const json& v) {
+  if (!v.is_array()) return bad("mount_roots", "must be an array of absolute paths");
+  if (v.size() > kMaxMountRoots)
+    return bad("mount_roots", "at most " + std::to_string(kMaxMountRoots) + " folders");
+  std::vector<std::string> roots;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string field = "mount_roots[" + std::to_string(i) + "]";
+    if (!v[i].is_string()) return bad(field, "must be a string");
+    const std::string root = v[i].get<std::string>();
+    if (Status s = check_share_path_syntax(root); !s.ok()) return bad(field, s.error().message);
+    if (root == "/") return bad(field, "cannot be / (it would share every host folder)");
+    roots.push_back(root);
+  }
+  return roots;
 }
 
 }  // namespace
@@ -108,6 +127,8 @@ Result<DaemonConfig> parse_daemon_config(std::string_view json_text) {
           value.get<std::string>()[0] != '/')
         return bad(key, "must be an absolute path");
       c.egress_ca_file = value.get<std::string>();
+    } else if (key == "mount_roots") {
+      c.mount_roots = TRY(parse_mount_roots(value));
     } else if (key == "jail") {
       if (!value.is_boolean()) return bad(key, "must be true or false");
       c.jail = value.get<bool>();

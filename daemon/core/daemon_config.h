@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/base/result.h"
 
@@ -44,6 +45,9 @@ struct DaemonConfig {
   // The CA bundle (PEM) the sandboxes' egress proxies verify TLS origins against: the aliases'
   // origins and the hosts whose CONNECTs are terminated. "": the system bundle. An absolute path.
   std::string egress_ca_file;
+  // The host folders whose contents sandboxes may mount (each itself or beneath it; docs/api.md,
+  // Mounts): absolute, normalised, not `/`. Empty: every mount is refused.
+  std::vector<std::string> mount_roots;
 };
 
 // Whether the daemon jails its VMMs: `jail` if set, else root with seccomp on.

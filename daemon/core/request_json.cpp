@@ -2,6 +2,7 @@
 
 #include <initializer_list>
 
+#include "daemon/core/mounts.h"
 #include "egress/policy/policy_json.h"
 
 namespace carapace::service {
@@ -106,9 +107,53 @@ json network_spec_json(const NetworkSpec& n, bool with_credentials) {
   return j;
 }
 
+ApiResult<std::vector<MountRequest>> parse_mounts(const json& v, const std::string& field) {
+  if (!v.is_array())
+    return bad_request(field +
+                       ": must be an array of {\"host_path\", \"guest_path\", \"mode\"} objects");
+  if (v.size() > kMaxShares)
+    return bad_request(field + ": at most " + std::to_string(kMaxShares) + " mounts");
+  std::vector<MountRequest> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string f = field + "[" + std::to_string(i) + "]";
+    const json& m = v[i];
+    if (!m.is_object())
+      return bad_request(f + ": must be an object {\"host_path\", \"guest_path\", \"mode\"}");
+    for (const auto& [k, val] : m.items())
+      if (k != "host_path" && k != "guest_path" && k != "mode")
+        return bad_request(f + "." + k + ": unknown field");
+    MountRequest r;
+    for (auto [key, target] :
+         {std::pair{"host_path", &r.host_path}, {"guest_path", &r.guest_path}}) {
+      if (!m.contains(key) || !m[key].is_string())
+        return bad_request(f + "." + key + ": required (an absolute path)");
+      *target = m[key].get<std::string>();
+    }
+    if (m.contains("mode")) {
+      auto mode =
+          m["mode"].is_string() ? parse_share_mode(m["mode"].get<std::string>()) : std::nullopt;
+      if (!mode) return bad_request(f + ".mode: must be \"ro\", \"rw\" or \"rw-nodelete\"");
+      r.mode = *mode;
+    }
+    out.push_back(std::move(r));
+  }
+  TRY_STATUS(check_mount_requests(out, field));
+  return out;
+}
+
+json mounts_json(const std::vector<MountRequest>& mounts) {
+  json a = json::array();
+  for (const MountRequest& m : mounts)
+    a.push_back({{"host_path", m.host_path},
+                 {"guest_path", m.guest_path},
+                 {"mode", share_mode_name(m.mode)}});
+  return a;
+}
+
 ApiResult<TemplateRequest> parse_template_request(const json& body) {
-  TRY_STATUS(only_fields(body, {"name", "isolation", "kernel", "initrd", "rootfs", "boot_args",
-                                "vcpus", "mem_mib", "pool_size", "agent_timeout_s", "network"}));
+  TRY_STATUS(
+      only_fields(body, {"name", "isolation", "kernel", "initrd", "rootfs", "boot_args", "vcpus",
+                         "mem_mib", "pool_size", "agent_timeout_s", "network", "mounts"}));
   TemplateRequest req;
   if (body.contains("isolation")) {
     if (body["isolation"] == "microvm") {
@@ -145,6 +190,8 @@ ApiResult<TemplateRequest> parse_template_request(const json& body) {
     if (!body["name"].is_string()) return bad_request("name: must be a string");
     req.name = body["name"].get<std::string>();
   }
+  if (body.contains("mounts") && !body["mounts"].is_null())
+    req.mounts = TRY(parse_mounts(body["mounts"], "mounts"));
   return req;
 }
 
@@ -159,6 +206,7 @@ json template_request_json(const TemplateRequest& req) {
   j["network"] = req.network.internet ? network_spec_json(req.network, false) : json(false);
   if (req.name) j["name"] = *req.name;
   if (req.isolation) j["isolation"] = isolation_name(*req.isolation);
+  if (!req.mounts.empty()) j["mounts"] = mounts_json(req.mounts);
   auto set_if = [&j](const char* field, const std::string& value) {
     if (!value.empty()) j[field] = value;
   };
@@ -170,7 +218,7 @@ json template_request_json(const TemplateRequest& req) {
 }
 
 ApiResult<SandboxRequest> parse_sandbox_request(const json& body) {
-  TRY_STATUS(only_fields(body, {"template", "timeout_s", "env", "network"}));
+  TRY_STATUS(only_fields(body, {"template", "timeout_s", "env", "network", "mounts"}));
   SandboxRequest req;
   if (!body.contains("template") || !body["template"].is_string())
     return bad_request("template: required (a template id)");
@@ -179,15 +227,34 @@ ApiResult<SandboxRequest> parse_sandbox_request(const json& body) {
   req.env = TRY(parse_env(body.value("env", json()), "env"));
   if (body.contains("network") && !body["network"].is_null())
     req.network = TRY(parse_network_spec(body["network"], "network"));
+  if (body.contains("mounts") && !body["mounts"].is_null())
+    req.mounts = TRY(parse_mounts(body["mounts"], "mounts"));
   return req;
 }
 
 ApiResult<ForkRequest> parse_fork_request(const json& body) {
-  TRY_STATUS(only_fields(body, {"count", "network"}));
+  TRY_STATUS(only_fields(body, {"count", "network", "mounts", "mounts_mode"}));
   ForkRequest req;
   TRY_STATUS(get_in_range(body, "count", kForkCountRange, &req.count));
   if (body.contains("network") && !body["network"].is_null())
     req.network = TRY(parse_network_spec(body["network"], "network"));
+  if (body.contains("mounts") && !body["mounts"].is_null()) {
+    if (body["mounts"] == "inherit") {
+      req.mounts = ForkRequest::Mounts::kInherit;
+    } else if (body["mounts"].is_array()) {
+      req.mounts = ForkRequest::Mounts::kList;
+      req.mount_list = TRY(parse_mounts(body["mounts"], "mounts"));
+    } else {
+      return bad_request("mounts: must be \"inherit\" (the parent's) or a list of mounts");
+    }
+  }
+  if (body.contains("mounts_mode")) {
+    if (body["mounts_mode"] != "ro" && body["mounts_mode"] != "same")
+      return bad_request("mounts_mode: must be \"ro\" (the default) or \"same\"");
+    if (req.mounts != ForkRequest::Mounts::kInherit)
+      return bad_request("mounts_mode: only with \"mounts\": \"inherit\"");
+    req.keep_mount_modes = body["mounts_mode"] == "same";
+  }
   return req;
 }
 

@@ -29,6 +29,15 @@ ApiResult<NetworkSpec> parse_network_spec(const nlohmann::json& v, const std::st
 nlohmann::json network_spec_json(const NetworkSpec& n, bool with_credentials = true);
 ApiResult<TimeoutRequest> parse_timeout_request(const nlohmann::json& body);
 
+// [{"host_path": "/srv/ws/proj", "guest_path": "/work/data", "mode": "ro"|"rw"|"rw-nodelete"}]
+// (mode defaults to "ro"), with the checks of check_mount_requests (daemon/core/mounts.h): the
+// list's shape and its paths, nothing on the host yet. Errors name `field`, e.g.
+// "mounts[1].mode: ...".
+ApiResult<std::vector<MountRequest>> parse_mounts(const nlohmann::json& v,
+                                                  const std::string& field);
+// The list as parse_mounts reads it back (the views and the template records).
+nlohmann::json mounts_json(const std::vector<MountRequest>& mounts);
+
 // An integer in `range`, or range_error(field, range).
 ApiResult<int64_t> integer_in(const nlohmann::json& v, const char* field, FieldRange range);
 

@@ -1,11 +1,14 @@
 #include "daemon/core/sandbox_service.h"
 
+#include <fcntl.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <utility>
 
 #include "daemon/core/json_log.h"
+#include "daemon/core/mounts.h"
 #include "daemon/core/service_entries.h"
 
 namespace carapace::service {
@@ -47,6 +50,14 @@ SandboxService::SandboxService(ServiceOptions options, StateStore store)
     : options_(std::move(options)), store_(std::move(store)) {}
 
 Result<std::unique_ptr<SandboxService>> SandboxService::start(ServiceOptions options) {
+  // A mount root that is not there would refuse every mount beneath it with a 500: say so now.
+  for (size_t i = 0; i < options.config.mount_roots.size(); ++i) {
+    const std::string& root = options.config.mount_roots[i];
+    UniqueFd dir(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!dir.valid())
+      return as_invalid_input(sys_error("config: mount_roots[" + std::to_string(i) + "]: " + root +
+                                        " is not a folder"));
+  }
   StateStore store = TRY(StateStore::open(options.state_dir));
   std::unique_ptr<SandboxService> s(new SandboxService(std::move(options), std::move(store)));
   s->recover();
@@ -102,6 +113,7 @@ SandboxView SandboxService::describe_sandbox(SandboxEntry& s) {
   v.from_pool = s.from_pool;
   v.create_ms = s.create_ms;
   v.parent = s.parent;
+  v.mounts = mount_views(s.mounts);
   {
     std::lock_guard<std::mutex> lock(mu_);
     v.expires_at = s.expires_at;
@@ -194,19 +206,29 @@ ApiResult<SandboxView> SandboxService::create_sandbox(const SandboxRequest& req)
       check_ttl(req.timeout_s.value_or(options_.config.default_ttl_s), options_.config.max_ttl_s));
   const std::string& tpl_id = req.template_id;
   std::shared_ptr<TemplateEntry> tpl;
-  Reservation slot;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutting_down_) return unavailable("the daemon is shutting down");
     auto it = templates_.find(tpl_id);
     if (it == templates_.end()) return not_found("no template " + tpl_id);
     tpl = it->second;
-    slot = TRY(reserve_locked(tpl.get(), 1));  // the last step under the lock
   }
-
+  // Its own list replaces the template's; either is opened now, before anything is reserved.
   auto start = std::chrono::steady_clock::now();
   InstanceOptions opts;
   opts.ttl_s = ttl;
+  opts.mounts =
+      TRY(resolve_mounts(req.mounts.value_or(tpl->mounts), options_.config.mount_roots, "mounts"));
+  Reservation slot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_) return unavailable("the daemon is shutting down");
+    // Deleted while its mounts were opened (it had no users yet to stop that).
+    auto it = templates_.find(tpl_id);
+    if (it == templates_.end() || it->second != tpl) return not_found("no template " + tpl_id);
+    slot = TRY(reserve_locked(tpl.get(), 1));  // the last step under the lock
+  }
+
   bool from_pool = false;
   auto instance = tpl->backend->acquire(opts, &from_pool);
   if (!instance.ok()) {
@@ -217,6 +239,7 @@ ApiResult<SandboxView> SandboxService::create_sandbox(const SandboxRequest& req)
   }
   auto proto = std::make_shared<SandboxEntry>();
   proto->env = req.env;
+  proto->mounts = std::move(opts.mounts);
   proto->network = req.network.value_or(tpl->network);
   proto->ttl_s = ttl;
   proto->from_pool = from_pool;
@@ -384,6 +407,19 @@ ApiResult<std::vector<SandboxView>> SandboxService::fork_sandbox(const std::stri
   auto s = find_sandbox(id);
   if (!s) return not_found("no sandbox " + id);
   TemplateEntry* tpl = s->tpl.get();
+  // The children's mounts (docs/security.md #67): none unless asked, the parent's read-only unless
+  // "same", or a list of their own checked as a create's. Before anything is reserved.
+  InstanceOptions opts;
+  switch (req.mounts) {
+    case ForkRequest::Mounts::kNone:
+      break;
+    case ForkRequest::Mounts::kInherit:  // s->mounts never changes once it is registered
+      opts.mounts = inherited_mounts(s->mounts, req.keep_mount_modes);
+      break;
+    case ForkRequest::Mounts::kList:
+      opts.mounts = TRY(resolve_mounts(req.mount_list, options_.config.mount_roots, "mounts"));
+      break;
+  }
   Reservation slots;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -397,7 +433,7 @@ ApiResult<std::vector<SandboxView>> SandboxService::fork_sandbox(const std::stri
     if (!s->instance) return not_found("no sandbox " + id);
     if (s->instance->paused())
       return conflict("sandbox " + id + " is paused; fork needs a running sandbox");
-    children = tpl->backend->fork(*s->instance, count);
+    children = tpl->backend->fork(*s->instance, count, opts);
   }
   if (!children.ok()) {
     // A back end that cannot fork (process isolation) says so as invalid input: a state of
@@ -430,6 +466,7 @@ ApiResult<std::vector<SandboxView>> SandboxService::fork_sandbox(const std::stri
     entry->ttl_s = parent_ttl;
     entry->create_ms = ms;
     entry->parent = id;
+    entry->mounts = opts.mounts;
     auto r = register_instance(s->tpl, std::move(child), std::move(entry), slots.take_one());
     if (r.ok()) list.push_back(std::move(*r));
   }

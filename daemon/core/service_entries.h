@@ -17,7 +17,8 @@ struct SandboxService::TemplateEntry {
   std::string id;
   std::string name;
   TemplateSpec spec;
-  NetworkSpec network;  // its sandboxes' default
+  NetworkSpec network;               // its sandboxes' default
+  std::vector<MountRequest> mounts;  // its sandboxes' default, opened anew at each create
   std::unique_ptr<TemplateBackend> backend;
   uint64_t build_ms = 0;
   std::chrono::system_clock::time_point created_at;
@@ -33,6 +34,9 @@ struct SandboxService::SandboxEntry {
   bool from_pool = false;
   uint64_t create_ms = 0;
   std::string parent;
+  // Its mounts as the back end got them (set before it is registered, then never changed); their
+  // folders stay open for a fork's "inherit".
+  std::vector<SandboxMount> mounts;
   std::chrono::system_clock::time_point created_at;
   // Guarded by service mu_.
   std::chrono::system_clock::time_point expires_at;

@@ -54,12 +54,21 @@ struct NetworkSpec {
   std::vector<egress::OriginAlias> upstreams;
 };
 
+// A workspace mount as asked (docs/api.md, Mounts), and as the views show it: the host folder,
+// where the sandbox sees it, and how it may use it. Checked and opened by daemon/core/mounts.h.
+struct MountRequest {
+  std::string host_path;
+  std::string guest_path;
+  MountMode mode = MountMode::kRo;
+};
+
 // POST /templates.
 struct TemplateRequest {
   std::optional<std::string> name;     // default: the template's id
   std::optional<Isolation> isolation;  // default: the daemon's
   TemplateSpec spec;                   // spec.isolation is set by the service
   NetworkSpec network;                 // its sandboxes' default
+  std::vector<MountRequest> mounts;    // its sandboxes' default
 };
 
 // POST /sandboxes.
@@ -68,12 +77,19 @@ struct SandboxRequest {
   std::optional<uint64_t> timeout_s;  // default: the daemon's default_ttl_s
   EnvList env;
   std::optional<NetworkSpec> network;  // default: the template's
+  // Replaces the template's list when given (also as []); absent: the template's.
+  std::optional<std::vector<MountRequest>> mounts;
 };
 
 // POST /sandboxes/{id}/fork.
 struct ForkRequest {
   uint32_t count = 1;
   std::optional<NetworkSpec> network;  // the children's; default: the parent's
+  // The children's mounts: none (the default), the parent's ("inherit"; rw and rw-nodelete become
+  // ro unless keep_mount_modes, "mounts_mode": "same"), or a list of their own.
+  enum class Mounts { kNone, kInherit, kList } mounts = Mounts::kNone;
+  bool keep_mount_modes = false;
+  std::vector<MountRequest> mount_list;  // kList
 };
 
 // POST /sandboxes/{id}/timeout.
@@ -85,7 +101,8 @@ struct TemplateView {
   std::string id;
   std::string name;
   TemplateSpec spec;
-  NetworkSpec network;  // its sandboxes' default
+  NetworkSpec network;               // its sandboxes' default
+  std::vector<MountRequest> mounts;  // its sandboxes' default
   PoolStats pool;
   uint64_t build_ms = 0;
   std::chrono::system_clock::time_point created_at;
@@ -106,6 +123,7 @@ struct SandboxView {
   std::string parent;  // empty unless forked
   NetworkSpec network;
   std::string proxy;  // the proxy URL inside the sandbox; empty without internet
+  std::vector<MountRequest> mounts;
   State state = State::kDestroyed;
   nlohmann::json backend;  // the instance's own description
 };

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "daemon/core/json_log.h"
+#include "daemon/core/mounts.h"
 #include "daemon/core/request_json.h"
 #include "daemon/core/sandbox_service.h"
 #include "daemon/core/service_entries.h"
@@ -77,6 +78,11 @@ ApiResult<std::shared_ptr<SandboxService::TemplateEntry>> SandboxService::build_
   std::string name = request.name.value_or(id);
   if (!valid_name(name))
     return bad_request("name: 1-64 characters of letters, digits, '-', '_' and '.'");
+  // The default mounts are opened once now, so a template that names a folder it could never
+  // mount is refused; each create opens them again. A reload only checks the list: a folder gone
+  // meanwhile fails the creates that use it, not the template.
+  TRY_STATUS(check_mount_requests(request.mounts, "mounts"));
+  if (!reload) (void)TRY(resolve_mounts(request.mounts, options_.config.mount_roots, "mounts"));
   std::string dir = store_.template_dir(id);
   if (::mkdir(dir.c_str(), 0700) != 0 && !(reload && errno == EEXIST))
     return internal("cannot create " + dir + ": " + strerror(errno));
@@ -106,6 +112,7 @@ ApiResult<std::shared_ptr<SandboxService::TemplateEntry>> SandboxService::build_
   t->name = name;
   t->spec = spec;
   t->network = request.network;
+  t->mounts = request.mounts;
   t->backend = std::move(*backend);
   t->build_ms = static_cast<uint64_t>(ms);
   t->created_at = std::chrono::system_clock::now();
@@ -114,15 +121,11 @@ ApiResult<std::shared_ptr<SandboxService::TemplateEntry>> SandboxService::build_
 }
 
 TemplateView SandboxService::describe_template(const TemplateEntry& t, uint32_t live) {
-  return {t.id,
-          t.name,
-          t.spec,
-          t.network,
-          t.backend->pool_stats(),
-          t.build_ms,
-          t.created_at,
-          live,
-          t.backend->describe()};
+  return {t.id,       t.name,
+          t.spec,     t.network,
+          t.mounts,   t.backend->pool_stats(),
+          t.build_ms, t.created_at,
+          live,       t.backend->describe()};
 }
 
 ApiResult<TemplateView> SandboxService::create_template(const TemplateRequest& request) {

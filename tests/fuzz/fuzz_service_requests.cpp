@@ -81,7 +81,8 @@ class FakeBackend : public TemplateBackend {
     *from_pool = false;
     return std::unique_ptr<Instance>(new FakeInstance(dir_));
   }
-  Result<std::vector<std::unique_ptr<Instance>>> fork(Instance&, uint32_t count) override {
+  Result<std::vector<std::unique_ptr<Instance>>> fork(Instance&, uint32_t count,
+                                                      const InstanceOptions&) override {
     std::vector<std::unique_ptr<Instance>> out;
     for (uint32_t i = 0; i < count; ++i)
       out.push_back(std::make_unique<FakeInstance>(dir_));

@@ -349,5 +349,44 @@ TEST_F(ProcessSandboxTest, BadInputIsRefusedBeforeAnythingIsCreated) {
   EXPECT_NE(help.out.find("WEAKER THAN A MICROVM"), std::string::npos);
 }
 
+// `--mount` (docs/api.md, Mounts): the folder is the owner's inside and what the sandbox makes is
+// the owner's on the host; a host path that is no folder, a guest path through a symlink of the
+// image, and rw-nodelete's refusals each end the start (status 2) or the operation as documented.
+TEST_F(ProcessSandboxTest, MountFlagSharesAFolderAsItsOwner) {
+  const std::string share = "/tmp/carapace-process-share-" + std::to_string(getpid());
+  ASSERT_EQ(::mkdir(share.c_str(), 0750), 0);
+  ASSERT_EQ(::chown(share.c_str(), 4242, 4243), 0);
+  {
+    ProcessSandbox sb({"--mount", "host=" + share + ",guest=/work/src,mode=rw", "--mount",
+                       "host=" + share + ",guest=/mnt/keep,mode=rw-nodelete"});
+    START_SANDBOX(sb);
+    std::string out;
+    auto r = sb.sh(
+        "stat -c %u:%g /work/src; echo hi > /work/src/made && echo made; rm /mnt/keep/made "
+        "2>&1 | grep -c 'Permission denied'; grep -c ' /work/src .*idmapped' /proc/self/mountinfo",
+        &out);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(out, "1000:1000\nmade\n1\n1\n");
+    struct stat st {};
+    ASSERT_EQ(::stat((share + "/made").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 4242u);
+    EXPECT_EQ(st.st_gid, 4243u);
+    sb.stop();
+    EXPECT_EQ(sb.leftovers(), "");
+  }
+  for (const auto& [flag, reason] : std::vector<std::pair<std::string, std::string>>{
+           {"host=/etc/passwd,guest=/work/x", "--mount host=/etc/passwd: "},
+           {"host=" + share + ",guest=/var/run/x", "/var/run is a symlink or not a folder"},
+           {"host=" + share + ",guest=/proc/x", "/proc or beneath"}}) {
+    ProcessSandbox bad({"--mount", flag});
+    auto r = bad.wait_end(std::chrono::seconds(10));
+    EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
+    EXPECT_NE(r.err.find(reason), std::string::npos) << flag << ": " << r.err;
+    EXPECT_EQ(bad.leftovers(), "");
+  }
+  ::unlink((share + "/made").c_str());
+  ::rmdir(share.c_str());
+}
+
 }  // namespace
 }  // namespace carapace::testing

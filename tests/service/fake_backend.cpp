@@ -139,7 +139,23 @@ class FakeInstance : public Instance {
   std::string exit_description() override { return exit_; }
   int pid() const override { return pid_; }
   json describe() const override {
-    return {{"pid", pid_}, {"agent_socket", endpoint_.path}, {"files", json::array({dir_})}};
+    return {{"pid", pid_},
+            {"agent_socket", endpoint_.path},
+            {"files", json::array({dir_})},
+            {"mounts_given", mounts_}};
+  }
+  // What the back end was given for each mount, and the folder its descriptor names (what a real
+  // back end would mount), for the tests to check.
+  void set_mounts(const std::vector<service::SandboxMount>& mounts) {
+    mounts_ = json::array();
+    for (const auto& m : mounts) {
+      char target[4096] = {};
+      const std::string link = "/proc/self/fd/" + std::to_string(m.dir ? m.dir->get() : -1);
+      ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+      mounts_.push_back({{"guest_path", m.guest_path},
+                         {"mode", carapace::share_mode_name(m.mode)},
+                         {"folder", n > 0 ? std::string(target, static_cast<size_t>(n)) : ""}});
+    }
   }
   std::map<std::string, uint64_t> counters() override {
     return {{"console_dropped_bytes", 0}, {"egress_dropped_packets", 1}};
@@ -153,6 +169,7 @@ class FakeInstance : public Instance {
   bool paused_ = false;
   bool reaped_ = false;
   std::string exit_;
+  json mounts_ = json::array();
 };
 
 class FakeBackend : public service::TemplateBackend {
@@ -169,7 +186,7 @@ class FakeBackend : public service::TemplateBackend {
     return ok_status();
   }
 
-  Result<std::unique_ptr<Instance>> acquire(const service::InstanceOptions&,
+  Result<std::unique_ptr<Instance>> acquire(const service::InstanceOptions& opts,
                                             bool* from_pool) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -178,6 +195,7 @@ class FakeBackend : public service::TemplateBackend {
         pool_.pop_front();
         ++hits_;
         *from_pool = true;
+        inst->set_mounts(opts.mounts);
         return std::unique_ptr<Instance>(std::move(inst));
       }
       ++misses_;
@@ -185,6 +203,7 @@ class FakeBackend : public service::TemplateBackend {
     *from_pool = false;
     auto inst = make();
     if (!inst.ok()) return inst.take_error();
+    (*inst)->set_mounts(opts.mounts);
     // boot_args "fake.fail_acquire": the instance starts, then the hand-out fails (the instance
     // is destroyed here, as a real back end must).
     if (spec_.boot_args.find("fake.fail_acquire") != std::string::npos)
@@ -192,13 +211,15 @@ class FakeBackend : public service::TemplateBackend {
     return std::unique_ptr<Instance>(std::move(*inst));
   }
 
-  Result<std::vector<std::unique_ptr<Instance>>> fork(Instance&, uint32_t count) override {
+  Result<std::vector<std::unique_ptr<Instance>>> fork(
+      Instance&, uint32_t count, const service::InstanceOptions& opts) override {
     if (!options_.can_fork)
       return as_invalid_input(make_error("process isolation cannot fork a sandbox"));
     std::vector<std::unique_ptr<Instance>> out;
     for (uint32_t i = 0; i < count; ++i) {
       auto inst = make();
       if (!inst.ok()) return inst.take_error();  // `out` destroys the ones made so far
+      (*inst)->set_mounts(opts.mounts);
       out.push_back(std::move(*inst));
     }
     return out;

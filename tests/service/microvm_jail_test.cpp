@@ -57,7 +57,7 @@ TEST_F(MicrovmJailTest, DaemonMadeVmmsAreJailed) {
   ASSERT_TRUE(a.ok()) << a.error().describe();
   EXPECT_TRUE(from_pool);
   expect_agent_answers(**a);
-  auto kids = (*t)->fork(**a, 1);
+  auto kids = (*t)->fork(**a, 1, {});
   ASSERT_TRUE(kids.ok()) << kids.error().describe();
   expect_agent_answers(*(*kids)[0]);
 

@@ -126,7 +126,7 @@ TEST_F(ProcessBackendTest, PoolExecPauseDestroySecurityChecks30) {
     c->set_io_timeout_ms(5000);
     EXPECT_TRUE(c->ping().ok());
   }
-  auto forked = (*tpl)->fork(**sb, 1);
+  auto forked = (*tpl)->fork(**sb, 1, {});
   ASSERT_FALSE(forked.ok());
   EXPECT_EQ(forked.error().kind, ErrorKind::kInvalidInput);
   EXPECT_NE(forked.error().describe().find("fork needs isolation microvm"), std::string::npos);

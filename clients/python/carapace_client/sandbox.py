@@ -45,6 +45,25 @@ def _credentials(credentials):
     return out
 
 
+def _mounts(mounts):
+    """The API's ``mounts`` list: each entry a dict with ``host_path``, ``guest_path`` and
+    optionally ``mode``, or a ``(host_path, guest_path[, mode])`` tuple."""
+    if isinstance(mounts, (str, dict)):
+        raise TypeError("mounts: a list of mounts, not one")
+    out = []
+    for m in mounts:
+        if isinstance(m, dict):
+            out.append(dict(m))
+        elif isinstance(m, (tuple, list)) and len(m) in (2, 3):
+            entry = {"host_path": m[0], "guest_path": m[1]}
+            if len(m) == 3:
+                entry["mode"] = m[2]
+            out.append(entry)
+        else:
+            raise TypeError("mounts: each entry is a dict or a (host_path, guest_path[, mode]) tuple")
+    return out
+
+
 def _network(allow_hosts, deny_hosts, internet, credentials=None, upstreams=None):
     """The API's ``network`` object from the keyword arguments, or None when none was given."""
     if (allow_hosts is None and deny_hosts is None and internet is None and credentials is None
@@ -149,7 +168,8 @@ class Sandbox:
     # -- construction -------------------------------------------------------------------------
     @classmethod
     def create(cls, template, timeout=300, env=None, socket=None, allow_hosts=None,
-               deny_hosts=None, internet=None, client=None, credentials=None, upstreams=None):
+               deny_hosts=None, internet=None, client=None, credentials=None, upstreams=None,
+               mounts=None):
         """A new sandbox from ``template`` (an id) living ``timeout`` seconds.
 
         ``allow_hosts``/``deny_hosts`` (lists of rules such as ``"pypi.org:443"``,
@@ -159,7 +179,11 @@ class Sandbox:
         {secret}", "secret": ..., "env": "NAME"}``) are added by the host's proxy to the requests
         for their hosts; the sandbox sees only a sentinel in ``$NAME``. ``upstreams`` (``[{"alias":
         "api.carapace.internal", "origin": "https://api.example.com"}]``) are plain-HTTP names
-        the proxy sends on to their origins over verified TLS (docs/api.md, "Credentials")."""
+        the proxy sends on to their origins over verified TLS (docs/api.md, "Credentials").
+        ``mounts`` (``[{"host_path": "/srv/ws/proj", "guest_path": "/work/proj", "mode": "rw"}]``
+        or ``[("/srv/ws/proj", "/work/proj", "rw")]``; mode ``ro`` by default, ``rw`` or
+        ``rw-nodelete``) shares host folders beneath the daemon's ``mount_roots``; given (also
+        as ``[]``) it replaces the template's (docs/api.md, "Mounts")."""
         c = _client(socket, client)
         body = {"template": template}
         if timeout is not None:
@@ -169,6 +193,8 @@ class Sandbox:
         network = _network(allow_hosts, deny_hosts, internet, credentials, upstreams)
         if network is not None:
             body["network"] = network
+        if mounts is not None:
+            body["mounts"] = _mounts(mounts)
         return cls(c.json("POST", "/sandboxes", body), c)
 
     @classmethod
@@ -274,17 +300,28 @@ class Sandbox:
         self.info = self._client.json("POST", self._path("/resume"), {})
         return self
 
-    def fork(self, count=1, network=None):
+    def fork(self, count=1, network=None, mounts=None, mounts_mode=None):
         """``count`` children of this running sandbox, as Sandbox objects. ``network`` (a dict
         of the API's shape: ``{"allow_hosts": [...], "deny_hosts": [...], "internet": bool}``) is
         the children's egress policy; without it each child keeps the parent's rules but gets
-        no credentials (name them in ``network["credentials"]`` to give some)."""
+        no credentials (name them in ``network["credentials"]`` to give some). ``mounts``:
+        none by default, ``"inherit"`` (the parent's, made read-only unless ``mounts_mode`` is
+        ``"same"``) or a list as ``create`` takes."""
         body = {"count": int(count)}
         if network is not None:
             body["network"] = dict(network)
+        if mounts is not None:
+            body["mounts"] = "inherit" if mounts == "inherit" else _mounts(mounts)
+        if mounts_mode is not None:
+            body["mounts_mode"] = mounts_mode
         j = self._client.json("POST", self._path("/fork"), body,
                               timeout=max(self._client.timeout, 300.0))
         return [Sandbox(info, self._client) for info in (j or {}).get("children", [])]
+
+    @property
+    def mounts(self):
+        """The sandbox's mounts: ``[{"host_path", "guest_path", "mode"}]``."""
+        return self.info.get("mounts", [])
 
     @property
     def network(self):

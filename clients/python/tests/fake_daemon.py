@@ -197,7 +197,7 @@ class FakeDaemon:
                 return h.send_json(204, None)
             return h.send_json(200, self.templates[parts[1]])
         if parts == ["sandboxes"] and m == "POST":
-            unknown = set(doc) - {"template", "timeout_s", "env", "network"}
+            unknown = set(doc) - {"template", "timeout_s", "env", "network", "mounts"}
             if unknown:
                 return h.send_json(*_err(400, "bad_request", f"{sorted(unknown)[0]}: unknown field"))
             if doc.get("template") not in self.templates:
@@ -212,7 +212,8 @@ class FakeDaemon:
             sb = {"id": self._id("sb"), "template": doc["template"], "isolation": "process",
                   "state": "running", "parent": None, "from_pool": False,
                   "env": doc.get("env", {}), "timeout_s": doc.get("timeout_s", 300),
-                  "network": network}
+                  "network": network,
+                  "mounts": [dict(m, mode=m.get("mode", "ro")) for m in doc.get("mounts", [])]}
             self.sandboxes[sb["id"]] = sb
             return h.send_json(201, sb)
         if parts == ["sandboxes"] and m == "GET":
@@ -251,10 +252,16 @@ class FakeDaemon:
                     network, error = _policy(doc["network"])
                     if error:
                         return h.send_json(*error)
+                mounts = []  # none unless asked; inherited writable ones become "ro"
+                if doc.get("mounts") == "inherit":
+                    same = doc.get("mounts_mode") == "same"
+                    mounts = [dict(m, mode=m["mode"] if same else "ro") for m in sb["mounts"]]
+                elif isinstance(doc.get("mounts"), list):
+                    mounts = [dict(m, mode=m.get("mode", "ro")) for m in doc["mounts"]]
                 kids = []
                 for _ in range(doc.get("count", 1)):
                     kid = dict(sb, id=self._id("sb"), parent=sb["id"],
-                               network=copy.deepcopy(network))
+                               network=copy.deepcopy(network), mounts=mounts)
                     self.sandboxes[kid["id"]] = kid
                     kids.append(kid)
                 return h.send_json(201, {"children": kids})

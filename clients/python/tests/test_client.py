@@ -172,6 +172,25 @@ class ClientTest(unittest.TestCase):
                               allow_hosts="pypi.org")
         self.assertEqual(self.fake.sandboxes, {})
 
+    def test_mounts_on_create_and_fork(self):
+        sb = cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket,
+                               mounts=[("/srv/ws/a", "/work/a", "rw"),
+                                       {"host_path": "/srv/ws/b", "guest_path": "/mnt/b"}])
+        self.assertEqual(json.loads(self.last()[3])["mounts"],
+                         [{"host_path": "/srv/ws/a", "guest_path": "/work/a", "mode": "rw"},
+                          {"host_path": "/srv/ws/b", "guest_path": "/mnt/b"}])
+        self.assertEqual([m["mode"] for m in sb.mounts], ["rw", "ro"])
+        kid = sb.fork(mounts="inherit")[0]
+        self.assertEqual(json.loads(self.last()[3]), {"count": 1, "mounts": "inherit"})
+        self.assertEqual([m["mode"] for m in kid.mounts], ["ro", "ro"])
+        same = sb.fork(mounts="inherit", mounts_mode="same")[0]
+        self.assertEqual([m["mode"] for m in same.mounts], ["rw", "ro"])
+        self.assertEqual(sb.fork()[0].mounts, [])
+        with self.assertRaises(TypeError):
+            cc.Sandbox.create(template=self.tpl.id, socket=self.fake.socket, mounts="/srv/ws")
+        for s in (kid, same, sb):
+            s.kill()
+
     def test_credentials_go_out_as_given_and_come_back_redacted(self):
         cred = {"hosts": ["api.example.test"], "header": "Authorization: Bearer {secret}",
                 "secret": "s3cret-value", "env": "EXAMPLE_TOKEN"}

@@ -39,6 +39,13 @@ CidAllocator& cids() {
   return allocator;
 }
 
+// Workspace mounts are not wired into this back end yet (virtio-fs): a sandbox that asks for one
+// is refused before anything is restored. The one place that says so.
+Status refuse_mounts(const InstanceOptions& opts) {
+  if (opts.mounts.empty()) return ok_status();
+  return as_invalid_input(make_error("mounts on the microvm back end: not wired yet"));
+}
+
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
@@ -105,7 +112,8 @@ class MicrovmTemplate : public TemplateBackend {
   void start_refill();
 
   Result<std::unique_ptr<Instance>> acquire(const InstanceOptions& opts, bool* from_pool) override;
-  Result<std::vector<std::unique_ptr<Instance>>> fork(Instance& parent, uint32_t count) override;
+  Result<std::vector<std::unique_ptr<Instance>>> fork(Instance& parent, uint32_t count,
+                                                      const InstanceOptions& opts) override;
   PoolStats pool_stats() override;
   nlohmann::json describe() const override;
   void shutdown() override;
@@ -262,9 +270,10 @@ Result<std::unique_ptr<MicrovmInstance>> MicrovmTemplate::restore_paused(
   return vm;
 }
 
-Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions&,
+Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions& opts,
                                                            bool* from_pool) {
   if (from_pool) *from_pool = false;
+  TRY_STATUS(refuse_mounts(opts));
   for (int tries = 0; tries < kMaxPooledTries; ++tries) {
     auto taken = pool_.take();
     if (!taken.ok()) return make_error("template is shutting down");
@@ -293,7 +302,9 @@ Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions
 }
 
 Result<std::vector<std::unique_ptr<Instance>>> MicrovmTemplate::fork(Instance& parent,
-                                                                     uint32_t count) {
+                                                                     uint32_t count,
+                                                                     const InstanceOptions& opts) {
+  TRY_STATUS(refuse_mounts(opts));
   auto* p = dynamic_cast<MicrovmInstance*>(&parent);
   if (p == nullptr)
     return as_invalid_input(make_error("fork: the parent is not a microvm sandbox"));

@@ -5,6 +5,9 @@
 // answered makes a hand-out a ping. Pause and resume freeze the sandbox's cgroup (v2
 // cgroup.freeze). Each instance gets a fresh random token, written to a 0600 file that the
 // supervisor reads before it starts anything and that is removed once the agent answered.
+// A sandbox with workspace mounts never comes from the pool: it is started for its create, with
+// its folders passed as descriptors (`--mount host=/proc/self/fd/N,...`, process_sandbox/
+// share_mounts.h), so the mounts exist before its agent runs.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -50,6 +53,35 @@ uid_t next_sandbox_uid() {
   return kDerivedUidBase + next.fetch_add(1) % kDerivedUidSpan;
 }
 
+// "vmm exited with status N (...)" (VmmProcess::describe_exit) → N; -1 for anything else.
+int exit_status_in(const std::string& d) {
+  constexpr char kPrefix[] = "vmm exited with status ";
+  if (d.rfind(kPrefix, 0) != 0) return -1;
+  return std::atoi(d.c_str() + sizeof kPrefix - 1);
+}
+
+// The supervisor's own reason ("carapace run --isolation process: error: WHY") from the end of
+// its log, so a refused mount reaches the API as the line it printed; "" when there is none.
+std::string supervisor_error(const std::string& log) {
+  UniqueFd fd(::open(log.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return "";
+  char buf[2048];
+  const off_t size = ::lseek(fd.get(), 0, SEEK_END);
+  const off_t from =
+      size > static_cast<off_t>(sizeof buf) ? size - static_cast<off_t>(sizeof buf) : 0;
+  const ssize_t n = ::pread(fd.get(), buf, sizeof buf, from);
+  if (n <= 0) return "";
+  const std::string text(buf, static_cast<size_t>(n));
+  constexpr char kMarker[] = "--isolation process: error: ";
+  const size_t at = text.rfind(kMarker);
+  if (at == std::string::npos) return "";
+  std::string line = text.substr(at + sizeof kMarker - 1);
+  line = line.substr(0, line.find('\n'));
+  for (char& c : line)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return line;
+}
+
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
@@ -71,8 +103,9 @@ struct InstancePaths {
 
 class ProcessInstance : public Instance {
  public:
-  ProcessInstance(VmmProcess p, InstancePaths paths, std::string token, uid_t uid)
-      : process_(std::move(p)), paths_(std::move(paths)), uid_(uid) {
+  ProcessInstance(VmmProcess p, InstancePaths paths, std::string token, uid_t uid,
+                  std::vector<SandboxMount> mounts)
+      : process_(std::move(p)), paths_(std::move(paths)), uid_(uid), mounts_(std::move(mounts)) {
     agent_.kind = AgentEndpoint::Kind::kUnix;
     agent_.path = paths_.sock;
     agent_.token = std::move(token);
@@ -84,8 +117,15 @@ class ProcessInstance : public Instance {
     const auto deadline = Clock::now() + timeout;
     std::string last = "no attempt";
     while (Clock::now() < deadline) {
-      if (!process_.alive())
-        return make_error("sandbox ended before its agent answered: " + exit_description());
+      if (!process_.alive()) {
+        // Exit status 2 is the supervisor refusing its input (a mount that cannot be made): the
+        // caller's to fix, and said in the supervisor's words.
+        const std::string why = supervisor_error(paths_.log);
+        Error e = make_error("sandbox ended before its agent answered: " +
+                             (why.empty() ? exit_description() : why));
+        if (exit_status_in(process_.describe_exit()) == 2) e = as_invalid_input(std::move(e));
+        return e;
+      }
       auto c = agent_.connect();
       if (c.ok()) {
         c->set_io_timeout_ms(2000);
@@ -115,8 +155,7 @@ class ProcessInstance : public Instance {
     // The supervisor exits with the agent's status (128+N for signal N) and logs an OOM kill.
     const std::string log = file_tail(paths_.log, 600);
     std::string why = d;
-    if (d.rfind("vmm exited with status ", 0) == 0) {
-      int code = std::atoi(d.c_str() + 23);
+    if (const int code = exit_status_in(d); code >= 0) {
       if (code > 128 && code < 128 + 65) {
         const char* abbrev = ::sigabbrev_np(code - 128);
         why = std::string("agent killed by SIG") + (abbrev ? abbrev : "?");
@@ -131,6 +170,13 @@ class ProcessInstance : public Instance {
   }
   int pid() const override { return process_.pid(); }
   nlohmann::json describe() const override {
+    nlohmann::json mounts = nlohmann::json::array();
+    for (const SandboxMount& m : mounts_)
+      mounts.push_back(
+          {{"guest_path", m.guest_path},
+           {"mode", share_mode_name(m.mode)},
+           {"enforced_by", m.mode == MountMode::kRwNoDelete ? "idmapped bind mount + Landlock"
+                                                            : "idmapped bind mount"}});
     return nlohmann::json{{"pid", process_.pid()},
                           {"isolation", "process"},
                           {"warning", kWeaker},
@@ -140,6 +186,7 @@ class ProcessInstance : public Instance {
                           {"cgroup", "carapace/process-" + paths_.name},
                           {"host_uid", uid_},
                           {"paused", paused_},
+                          {"mounts", mounts},
                           // For the daemon's crash recovery (backend.h): the files all inside
                           // ctx.dir, and the jail's cgroups.
                           {"cgroups", nlohmann::json::array({"process-" + paths_.name})},
@@ -200,6 +247,7 @@ class ProcessInstance : public Instance {
   VmmProcess process_;
   InstancePaths paths_;
   uid_t uid_;
+  std::vector<SandboxMount> mounts_;  // their folders stay open as long as the sandbox runs
   AgentEndpoint agent_;
   bool paused_ = false;
   bool destroyed_ = false;
@@ -212,7 +260,7 @@ class ProcessTemplate : public TemplateBackend {
         ctx_(std::move(ctx)),
         jail_base_(ctx_.dir + "/jails"),
         pool_(template_pool_options<ProcessInstance>(spec_.pool_size, ctx_.template_id,
-                                                     [this] { return start(); })) {}
+                                                     [this] { return start({}); })) {}
   ~ProcessTemplate() override { shutdown(); }
 
   // Starts one sandbox to prove the template works; it becomes the first pooled one.
@@ -220,7 +268,7 @@ class ProcessTemplate : public TemplateBackend {
     const auto t0 = Clock::now();
     // What sandboxes of an earlier run on this folder left with no record to clean them up by.
     remove_stale_jails(jail_base_, "process-");
-    auto first = start();
+    auto first = start({});
     if (!first.ok()) return make_error("template build: " + first.error().describe());
     build_ms_ = ms_since(t0);
     pool_.add(std::move(*first));  // destroyed there when there is no pool
@@ -228,8 +276,12 @@ class ProcessTemplate : public TemplateBackend {
     return ok_status();
   }
 
-  Result<std::unique_ptr<Instance>> acquire(const InstanceOptions&, bool* from_pool) override {
+  Result<std::unique_ptr<Instance>> acquire(const InstanceOptions& opts, bool* from_pool) override {
     if (from_pool) *from_pool = false;
+    // Pooled sandboxes have no mounts, and a mount cannot be added to a running one from outside
+    // its mount namespace without more machinery than a fresh start: one with mounts starts now
+    // (neither a hit nor a miss of the pool).
+    if (!opts.mounts.empty()) return std::unique_ptr<Instance>(TRY(start(opts.mounts)));
     for (int tries = 0; tries < kMaxPooledTries; ++tries) {
       auto taken = pool_.take();
       if (!taken.ok()) return make_error("template is shutting down");
@@ -246,10 +298,11 @@ class ProcessTemplate : public TemplateBackend {
       return std::unique_ptr<Instance>(std::move(sb));
     }
     pool_.count_miss();
-    return std::unique_ptr<Instance>(TRY(start()));
+    return std::unique_ptr<Instance>(TRY(start({})));
   }
 
-  Result<std::vector<std::unique_ptr<Instance>>> fork(Instance&, uint32_t) override {
+  Result<std::vector<std::unique_ptr<Instance>>> fork(Instance&, uint32_t,
+                                                      const InstanceOptions&) override {
     return bad("fork needs isolation microvm");
   }
 
@@ -266,7 +319,7 @@ class ProcessTemplate : public TemplateBackend {
   void shutdown() override { pool_.stop().clear(); }
 
  private:
-  Result<std::unique_ptr<ProcessInstance>> start() {
+  Result<std::unique_ptr<ProcessInstance>> start(const std::vector<SandboxMount>& mounts) {
     InstancePaths p;
     // The sandbox id names its jail folder and cgroups: [A-Za-z0-9-] only, at most 64.
     p.name = ctx_.template_id.substr(0, 40) + "-" + std::to_string(next_++);
@@ -301,12 +354,21 @@ class ProcessTemplate : public TemplateBackend {
     if (spec_.vcpus > 0)
       argv.insert(argv.end(), {"--cpu-quota", std::to_string(spec_.vcpus * 100)});
     if (!ctx_.agent_exe.empty()) argv.insert(argv.end(), {"--agent", ctx_.agent_exe});
-    auto proc = VmmProcess::spawn(argv, p.log);
+    // Each folder as the descriptor the daemon checked (3 + i in the supervisor), never its path.
+    std::vector<int> pass_fds;
+    for (const SandboxMount& m : mounts) {
+      if (!m.dir || !m.dir->valid()) return make_error("mount " + m.guest_path + ": no folder");
+      const int fd = 3 + static_cast<int>(pass_fds.size());
+      argv.insert(argv.end(), {"--mount", "host=/proc/self/fd/" + std::to_string(fd) + ",guest=" +
+                                              m.guest_path + ",mode=" + share_mode_name(m.mode)});
+      pass_fds.push_back(m.dir->get());
+    }
+    auto proc = VmmProcess::spawn(argv, p.log, pass_fds);
     if (!proc.ok()) {
       ::unlink(p.token.c_str());
       return make_error("starting the sandbox: " + proc.error().describe());
     }
-    auto sb = std::make_unique<ProcessInstance>(std::move(*proc), p, token, uid);
+    auto sb = std::make_unique<ProcessInstance>(std::move(*proc), p, token, uid, mounts);
     TRY_STATUS(sb->wait_ready(std::chrono::seconds(spec_.agent_timeout_s)));
     return sb;
   }

@@ -291,6 +291,35 @@ TEST(SandboxArgs, CreateWithEnvAndTimeout) {
   EXPECT_EQ(a->body["env"]["C"], "");
 }
 
+TEST(SandboxArgs, MountsOnCreateAndFork) {
+  auto a = parse({"create", "--template", "t", "--mount", "host=/srv/ws/a,guest=/work/a,mode=rw",
+                  "--mount", "guest=/mnt/b,host=/srv/ws/b"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->body["mounts"],
+            nlohmann::json::parse(R"([{"host_path": "/srv/ws/a", "guest_path": "/work/a",
+                                        "mode": "rw"},
+                                       {"host_path": "/srv/ws/b", "guest_path": "/mnt/b"}])"));
+  a = parse({"fork", "sb-1", "--inherit-mounts", "--same-modes", "--count", "2"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->body, nlohmann::json({{"mounts", "inherit"}, {"mounts_mode", "same"}}));
+  EXPECT_EQ(a->count, 2u);
+  a = parse({"fork", "sb-1", "--mount", "host=/srv/ws/a,guest=/work/a"});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ(a->body["mounts"][0]["guest_path"], "/work/a");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"create", "--template", "t", "--mount"},
+           {"create", "--template", "t", "--mount", "host=/a"},
+           {"create", "--template", "t", "--mount", "host=/a,guest=/b,size=3"},
+           {"create", "--template", "t", "--mount", "host=/a,host=/c,guest=/b"},
+           {"fork", "sb-1", "--same-modes"},
+           {"fork", "sb-1", "--inherit-mounts", "--mount", "host=/a,guest=/b"},
+       }) {
+    auto r = parse(args);
+    ASSERT_FALSE(r.ok()) << testing::PrintToString(args);
+    EXPECT_EQ(r.error().kind, ErrorKind::kInvalidInput);
+  }
+}
+
 TEST(SandboxArgs, CreateWithNetworkRules) {
   auto a = parse({"create", "--allow-host", "pypi.org:443", "--template", "t", "--allow-host",
                   "*.pythonhosted.org", "--deny-host", "evil.pypi.org", "--allow-host",
