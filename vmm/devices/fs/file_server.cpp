@@ -72,6 +72,16 @@ uint32_t FileServer::handle(const virtio::DescriptorChain& chain) {
   return r.out.used();
 }
 
+uint32_t FileServer::refuse(const virtio::DescriptorChain& chain, int code) {
+  virtio::ChainReader reader = chain.reader();
+  if (reader.available() < sizeof(fuse_in_header)) return 0;
+  auto in = reader.read_obj<fuse_in_header>();
+  if (!in.ok() || in->opcode == FUSE_FORGET || in->opcode == FUSE_BATCH_FORGET) return 0;
+  ReplyWriter out(chain.writer(), in->unique);
+  out.error(code);
+  return out.used();
+}
+
 // Write-class requests: EROFS on a read-only share before anything is parsed (README.md,
 // Modes). OPEN/CREATE with write flags are checked in open_flags().
 FsStatus FileServer::check_mode(const fuse_in_header& in) const {
