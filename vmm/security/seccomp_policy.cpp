@@ -29,66 +29,143 @@ constexpr uint8_t kAll = M | L | V | C | F;
 //   (filters stack), so kMain also lists what the other roles need.
 constexpr SyscallRule kRules[] = {
     // Memory, threads, time, signals: every thread.
-    RULE(read, kAll), RULE(write, kAll), RULE(writev, kAll), RULE(close, kAll), RULE(futex, kAll),
-    RULE(mmap, kAll), RULE(munmap, kAll), RULE(mprotect, kAll), RULE(mremap, kAll),
-    RULE(madvise, kAll), RULE(brk, kAll), RULE(clock_gettime, kAll), RULE(clock_nanosleep, kAll),
-    RULE(nanosleep, kAll), RULE(sched_yield, kAll), RULE(getpid, kAll), RULE(gettid, kAll),
+    RULE(read, kAll),
+    RULE(write, kAll),
+    RULE(writev, kAll),
+    RULE(close, kAll),
+    RULE(futex, kAll),
+    RULE(mmap, kAll),
+    RULE(munmap, kAll),
+    RULE(mprotect, kAll),
+    RULE(mremap, kAll),
+    RULE(madvise, kAll),
+    RULE(brk, kAll),
+    RULE(clock_gettime, kAll),
+    RULE(clock_nanosleep, kAll),
+    RULE(nanosleep, kAll),
+    RULE(sched_yield, kAll),
+    RULE(getpid, kAll),
+    RULE(gettid, kAll),
     RULE(tgkill, kAll),  // vCPU kicks; the SIGSYS report re-raising its signal
-    RULE(rt_sigprocmask, kAll), RULE(rt_sigreturn, kAll),
+    RULE(rt_sigprocmask, kAll),
+    RULE(rt_sigreturn, kAll),
     RULE(rt_sigaction, kAll),  // the SIGSYS report restores the default action
-    RULE(restart_syscall, kAll), RULE(exit, kAll), RULE(exit_group, kAll),
+    RULE(restart_syscall, kAll),
+    RULE(exit, kAll),
+    RULE(exit_group, kAll),
     RULE(getrandom, kAll),  // virtio-rng, hash seeds
-    RULE(fstat, kAll), RULE(newfstatat, kAll), RULE(lseek, kAll),
+    RULE(fstat, kAll),
+    RULE(newfstatat, kAll),
+    RULE(lseek, kAll),
 
     // vCPU threads: KVM_RUN and the vCPU's register ioctls, nothing else through ioctl.
     RULE_IF(ioctl, V, kKvmIoctl),
     RULE(epoll_ctl, M | L | V),  // devices activated by a guest register write watch their fds
     RULE(eventfd2, M | L | V),
     RULE(fcntl, M | L | V | F),  // virtio-fs: O_APPEND / O_NONBLOCK of an open file
-    RULE(io_uring_setup, M | L | V), RULE(io_uring_register, M | L | V),
+    RULE(io_uring_setup, M | L | V),
+    RULE(io_uring_register, M | L | V),
     RULE(io_uring_enter, M | L | V),
 
     // Event loop: device back ends. A virtio-fs thread is an event loop of its own.
-    RULE(epoll_wait, M | L | F), RULE(epoll_pwait, M | L | F), RULE(readv, M | L),
+    RULE(epoll_wait, M | L | F),
+    RULE(epoll_pwait, M | L | F),
+    RULE(readv, M | L),
     RULE(preadv, M | L | F),   // block I/O; virtio-fs READ
     RULE(pwritev, M | L | F),  // block I/O; virtio-fs WRITE
-    RULE(pread64, M | L), RULE(pwrite64, M | L), RULE(fsync, M | L | F), RULE(fdatasync, M | L | F),
+    RULE(pread64, M | L),
+    RULE(pwrite64, M | L),
+    RULE(fsync, M | L | F),
+    RULE(fdatasync, M | L | F),
     RULE(fallocate, M | L | F),  // block DISCARD / WRITE_ZEROES; virtio-fs FALLOCATE
-    RULE(sendmsg, M | L), RULE(recvmsg, M | L), RULE(sendto, M | L | V),
+    RULE(sendmsg, M | L),
+    RULE(recvmsg, M | L),
+    RULE(sendto, M | L | V),
     RULE(recvfrom, M | L | V),        // devices start their RX on the vCPU that activates them
     RULE(accept4, M | L),             // vsock: host processes connecting to the VM's socket
     RULE_IF(socket, L, kUnixSocket),  // vsock: guest connections to <uds>_<port>
-    RULE(connect, M | L), RULE(shutdown, M | L), RULE(getsockopt, M | L), RULE(setsockopt, M | L),
-    RULE(getsockname, M | L), RULE(getpeername, M | L), RULE(timerfd_create, M | L),
+    RULE(connect, M | L),
+    RULE(shutdown, M | L),
+    RULE(getsockopt, M | L),
+    RULE(setsockopt, M | L),
+    RULE(getsockname, M | L),
+    RULE(getpeername, M | L),
+    RULE(timerfd_create, M | L),
     RULE(timerfd_settime, M | L | V),  // rate limiters re-armed when a notify finds no budget
-    RULE(timerfd_gettime, M | L | V), RULE(poll, M | L | C), RULE(ppoll, M | L | C),
+    RULE(timerfd_gettime, M | L | V),
+    RULE(poll, M | L | C),
+    RULE(ppoll, M | L | C),
 
     // virtio-fs threads: the file server's host calls (vmm/devices/fs/host_fs.h). Every name is
     // one component beneath a directory fd of the share (openat2 RESOLVE_BENEATH, or an *at
     // call that does not follow the last component); openat only reopens an fd of ours through
-    // /proc/self/fd; readlinkat, linkat, utimensat and fchmodat go through that folder too.
-    // No path-taking call without *at, nothing that executes, mounts or makes sockets.
-    RULE(openat2, M | F), RULE(openat, M | F), RULE(readlinkat, M | F), RULE(getdents64, M | F),
+    // /proc/self/fd, as readlinkat, linkat, utimensat and fchmodat do. No path-taking call
+    // without *at, nothing that executes, mounts or makes sockets. Found by running every op
+    // under this filter (tests/unit/devices/fs/fs_seccomp_test.cpp).
+    RULE(openat2, M | F),
+    RULE(openat, M | F),
+    RULE(readlinkat, M | F),
+    RULE(getdents64, M | F),
     RULE(mkdirat, M | F),
-    RULE(mknodat, M | F),  // regular files only (MKNOD of anything else is EPERM before it)
-    RULE(symlinkat, M | F), RULE(linkat, M | F), RULE(unlinkat, M | F), RULE(renameat2, M | F),
-    RULE(utimensat, M | F), RULE(fchmodat, M | F), RULE(ftruncate, M | F), RULE(fstatfs, M | F),
+    RULE(mknodat, M | F),  // regular files only: MKNOD of anything else is EPERM before it
+    RULE(symlinkat, M | F),
+    RULE(linkat, M | F),
+    RULE(unlinkat, M | F),
+    RULE(renameat2, M | F),
+    RULE(renameat, M | F),  // glibc's renameat2() makes this call when the flags are 0
+    RULE(utimensat, M | F),
+    RULE(fchmodat, M | F),
+    RULE(ftruncate, M | F),
+    RULE(fstatfs, M | F),
     RULE(copy_file_range, M | F),
 
     // Main thread only: building VMs, files, the control API, snapshots, deferred teardown.
-    RULE(ioctl, M), RULE(socket, M), RULE(open, M), RULE(statx, M), RULE(access, M),
-    RULE(faccessat, M), RULE(faccessat2, M), RULE(readlink, M), RULE(mkdir, M), RULE(unlink, M),
-    RULE(rename, M), RULE(renameat, M), RULE(statfs, M), RULE(flock, M), RULE(memfd_create, M),
-    RULE(bind, M), RULE(listen, M), RULE(socketpair, M), RULE(pipe2, M), RULE(dup, M),
-    RULE(dup2, M), RULE(dup3, M), RULE(epoll_create1, M),
+    RULE(ioctl, M),
+    RULE(socket, M),
+    RULE(open, M),
+    RULE(statx, M),
+    RULE(access, M),
+    RULE(faccessat, M),
+    RULE(faccessat2, M),
+    RULE(readlink, M),
+    RULE(mkdir, M),
+    RULE(unlink, M),
+    RULE(rename, M),
+    RULE(statfs, M),
+    RULE(flock, M),
+    RULE(memfd_create, M),
+    RULE(bind, M),
+    RULE(listen, M),
+    RULE(socketpair, M),
+    RULE(pipe2, M),
+    RULE(dup, M),
+    RULE(dup2, M),
+    RULE(dup3, M),
+    RULE(epoll_create1, M),
     RULE(clone, M),  // threads (older glibc) and the teardown child
-    RULE(clone3, M), RULE(set_robust_list, M), RULE(rseq, M), RULE(wait4, M), RULE(waitid, M),
-    RULE(kill, M), RULE(prctl, M),
+    RULE(clone3, M),
+    RULE(set_robust_list, M),
+    RULE(rseq, M),
+    RULE(wait4, M),
+    RULE(waitid, M),
+    RULE(kill, M),
+    RULE(prctl, M),
     RULE(seccomp, M),  // threads started later install their own filter
-    RULE(prlimit64, M), RULE(sched_getaffinity, M), RULE(sigaltstack, M), RULE(uname, M),
-    RULE(sysinfo, M), RULE(getuid, M), RULE(geteuid, M), RULE(getgid, M), RULE(getegid, M),
-    RULE(setsid, M), RULE(getppid, M), RULE(mincore, M), RULE(umask, M), RULE(fchmod, M),
+    RULE(prlimit64, M),
+    RULE(sched_getaffinity, M),
+    RULE(sigaltstack, M),
+    RULE(uname, M),
+    RULE(sysinfo, M),
+    RULE(getuid, M),
+    RULE(geteuid, M),
+    RULE(getgid, M),
+    RULE(getegid, M),
+    RULE(setsid, M),
+    RULE(getppid, M),
+    RULE(mincore, M),
+    RULE(umask, M),
     RULE(chmod, M),  // the control API socket is made 0600
+    RULE(fchmod, M),
 };
 
 #undef RULE
