@@ -15,7 +15,11 @@ namespace carapace::fs {
 Result<std::unique_ptr<FileServer>> FileServer::create(const FsDeviceConfig& config) {
   if (config.shared_dir.empty()) return as_invalid_input(make_error("virtio-fs: no shared folder"));
   const int root = ::open(config.shared_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (root < 0) return sys_error("virtio-fs: opening the shared folder " + config.shared_dir);
+  // The folder is what the user named: not a directory, a symlink, missing or not ours to open
+  // is their input (exit status 2, HTTP 400), not a failure of the host.
+  if (root < 0)
+    return as_invalid_input(
+        sys_error("virtio-fs " + config.tag + ": opening the shared folder " + config.shared_dir));
   UniqueFd root_fd(root);
   struct stat st {};
   if (::fstat(root_fd.get(), &st) < 0) return sys_error("virtio-fs: fstat " + config.shared_dir);

@@ -67,7 +67,7 @@ Status VirtioFs::bind(const std::string& shared_dir, FsMode mode) {
   next.mode = mode;
   // The folder is opened outside the lock: it is host I/O, and the queues go on meanwhile.
   auto opened = fs::FileServer::create(next);
-  if (!opened.ok()) return as_invalid_input(opened.take_error());
+  if (!opened.ok()) return opened.take_error();
   std::unique_ptr<fs::FileServer> old;
   {
     std::lock_guard<std::mutex> lock(mu_);
