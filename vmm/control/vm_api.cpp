@@ -102,11 +102,12 @@ nlohmann::json share_json(const VmControl::FsShare& s, size_t index,
   const std::string prefix = "fs" + std::to_string(index) + "_";
   for (const char* name : {"requests", "errors", "bad_requests", "refused"})
     if (auto it = counters.find(prefix + name); it != counters.end()) c[name] = it->second;
-  return nlohmann::json{{"tag", s.tag},
-                        {"path", s.path.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.path)},
-                        {"mode", fs_mode_name(s.mode)},
-                        {"mounted", s.mounted},
-                        {"counters", std::move(c)}};
+  return nlohmann::json{
+      {"tag", s.tag},
+      {"path", s.path.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.path)},
+      {"mode", s.path.empty() ? nlohmann::json(nullptr) : nlohmann::json(fs_mode_name(s.mode))},
+      {"mounted", s.mounted},
+      {"counters", std::move(c)}};
 }
 
 }  // namespace

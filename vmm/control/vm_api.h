@@ -19,7 +19,8 @@
 //     Fork: the VM is paused, its state and RAM copied into a memfd, resumed if it
 //     was running, and N children restored from the copy run in this VMM process, each with its
 //     own identity (vmm/machine/clone_identity.h, numbered on from the last fork).
-//   GET /fs               200 {"filesystems": [{"tag", "path" (null: unbound), "mode", "mounted",
+//   GET /fs               200 {"filesystems": [{"tag", "path", "mode" (both null: unbound),
+//   "mounted",
 //                              "counters": {"requests", "errors", "bad_requests", "refused"}}]}
 //   PUT /fs/{tag}         {"path": "/abs/dir", "mode": "ro"|"rw"|"rw-nodelete"}  (mode: ro when
 //                         absent)   200 the share as GET /fs lists it
