@@ -204,6 +204,7 @@ TEST_F(VmApiTest, FsListsEveryShare) {
   EXPECT_EQ(list[0]["mode"], "rw");
   EXPECT_EQ(list[0]["mounted"], false);
   EXPECT_TRUE(list[1]["path"].is_null());
+  EXPECT_TRUE(list[1]["mode"].is_null());
   EXPECT_EQ(list[1]["counters"]["requests"], 12);
 }
 
