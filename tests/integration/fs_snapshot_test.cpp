@@ -2,7 +2,8 @@
 // device is snapshotted while the guest waits for a share, and restored with the folder given on
 // the command line or bound over the control API of a paused restore (how a pooled VM gets its
 // workspace); a snapshot while the guest has a session is refused and changes nothing
-// (docs/security.md #61); bad bind requests on a real VMM (#62).
+// (docs/security.md #61); bad bind requests on a real VMM (#62); restores whose devices do not
+// match the snapshot's (#63).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -111,8 +112,9 @@ TEST_F(FsSnapshotKvm, SecurityCheck62_APausedRestoreIsBoundOverTheControlApi) {
   EXPECT_EQ(read_text_file(s_.file("victim.txt")), "victim");
 }
 
-// The snapshot's fs devices must be given again, in order, with their tags: one line, status 2.
-TEST_F(FsSnapshotKvm, ARestoreWithOtherDevicesIsRefused) {
+// docs/security.md #63: the snapshot's fs devices must be given again, in order, with their
+// tags: one line, status 2, no VM.
+TEST_F(FsSnapshotKvm, SecurityCheck63_ARestoreWithOtherDevicesIsRefused) {
   for (const std::vector<std::string>& flags :
        {std::vector<std::string>{}, {"--fs", "tag=other"}, {"--fs", "tag=work", "--fs", "tag=x"}}) {
     std::vector<std::string> argv = {carapace_binary(), "restore", "--snapshot", snap_};

@@ -249,15 +249,39 @@ TEST_F(VirtioFsTest, SecurityCheck61_SnapshotsOnlyWithoutALiveSession) {
   ASSERT_TRUE(restored.ok());
   EXPECT_TRUE((*restored)->restore(after->device, std::nullopt).ok());
   EXPECT_TRUE((*restored)->restore(after->device, context()).ok());
+}
+
+// docs/security.md #63: a saved part that is not this device's -- another tag, another version,
+// truncated, trailing bytes, a tag longer than the config space -- is refused as bad input.
+TEST_F(VirtioFsTest, SecurityCheck63_ARestoreMustMatchTheSnapshotsDevice) {
+  start();
+  auto saved = dev_->save();
+  ASSERT_TRUE(saved.ok());
+  const std::vector<uint8_t>& part = saved->device;
   FsDeviceConfig other;
   other.tag = "other";
   auto wrong = VirtioFs::create(other);
   ASSERT_TRUE(wrong.ok());
-  Status s = (*wrong)->restore(after->device, std::nullopt);
+  Status s = (*wrong)->restore(part, std::nullopt);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().kind, ErrorKind::kInvalidInput);
-  std::vector<uint8_t> truncated(after->device.begin(), after->device.end() - 1);
-  EXPECT_FALSE((*restored)->restore(truncated, std::nullopt).ok());
+  EXPECT_NE(s.error().message.find("another tag"), std::string::npos) << s.error().message;
+  auto refused = [this](std::vector<uint8_t> bytes) {
+    Status r = dev_->restore(bytes, std::nullopt);
+    return !r.ok() && r.error().kind == ErrorKind::kInvalidInput;
+  };
+  EXPECT_TRUE(refused(std::vector<uint8_t>(part.begin(), part.end() - 1)));
+  std::vector<uint8_t> longer = part;
+  longer.push_back(0);
+  EXPECT_TRUE(refused(longer));
+  std::vector<uint8_t> version = part;
+  version[0] = 2;
+  EXPECT_TRUE(refused(version));
+  std::vector<uint8_t> huge = {1, 0, 0, 0, 37, 0, 0, 0};  // a 37-byte tag
+  huge.resize(huge.size() + 37, 'x');
+  EXPECT_TRUE(refused(huge));
+  EXPECT_TRUE(refused({}));
+  EXPECT_TRUE(dev_->restore(part, std::nullopt).ok());
 }
 
 }  // namespace
