@@ -2,11 +2,14 @@
 // vmm/security/seccomp.cpp to install at run time.
 //   carapace_seccomp_gen OUTPUT.inc [--sanitizer-runtime]
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "vmm/security/seccomp_compile.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int generate(int argc, char** argv) {
   using namespace carapace;
   const bool sanitizer = argc == 3 && std::string(argv[2]) == "--sanitizer-runtime";
   if (argc != 2 && !sanitizer) {
@@ -46,4 +49,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+// Allocation failures (std::bad_alloc from the strings and the compiled programs) are the only
+// exceptions here; the build step fails with one line instead of an abort.
+int main(int argc, char** argv) {
+  try {
+    return generate(argc, argv);
+  } catch (const std::exception& e) {
+    fprintf(stderr, "carapace_seccomp_gen: %s\n", e.what());
+    return 1;
+  }
 }
