@@ -76,7 +76,9 @@ Status VirtioFs::bind(const std::string& shared_dir, FsMode mode) {
     if (server_) add_counters(retired_, server_->counters());
     old = std::move(server_);
     server_ = std::move(*opened);
-    share_ = next;
+    // Not the tag: tag() reads it without the lock, and it never changes.
+    share_.shared_dir = next.shared_dir;
+    share_.mode = next.mode;
   }
   return {};  // `old` closes its fds here, outside the lock
 }

@@ -53,7 +53,7 @@ class VirtioFs : public virtio::DeviceBase {
     bool session = false;  // a FUSE session is live (FileServer::has_session)
   };
   Binding binding() const;
-  const std::string& tag() const { return share_.tag; }
+  const std::string& tag() const { return share_.tag; }  // constant: no lock needed
 
   void read_config(uint64_t offset, std::span<uint8_t> data) const override;
   Status activate(virtio::ActivationContext ctx) override;
@@ -83,7 +83,7 @@ class VirtioFs : public virtio::DeviceBase {
   uint32_t serve_locked(const virtio::DescriptorChain& chain);
   bool live_locked() const { return server_ && server_->has_session(); }
 
-  FsDeviceConfig share_;                    // shared_dir empty while unbound
+  FsDeviceConfig share_;  // under mu_ but its tag, constant; shared_dir empty while unbound
   std::unique_ptr<fs::FileServer> server_;  // null while unbound
   Config space_{};
   fs::FsCounters retired_;  // servers replaced by bind(), and the unbound refusals
