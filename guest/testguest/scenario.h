@@ -33,6 +33,7 @@ ScenarioResult run_rng(const BootInfo& boot);
 ScenarioResult run_blk(const BootInfo& boot);
 ScenarioResult run_net(const BootInfo& boot);
 ScenarioResult run_vsock(const BootInfo& boot);
+ScenarioResult run_fs(const BootInfo& boot);
 ScenarioResult run_hostile(const BootInfo& boot);
 ScenarioResult run_blk_bench(const BootInfo& boot);
 ScenarioResult run_vsock_bench(const BootInfo& boot);

@@ -18,6 +18,7 @@ constexpr Scenario kScenarios[] = {
     {"blk", run_blk},
     {"net", run_net},
     {"vsock", run_vsock},
+    {"fs", run_fs},
     {"hostile", run_hostile},
     {"blk-bench", run_blk_bench},
     {"vsock-bench", run_vsock_bench},

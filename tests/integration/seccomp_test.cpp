@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <dirent.h>
@@ -18,13 +19,27 @@
 namespace carapace::testing {
 namespace {
 
-// A VM with every kind of thread: vCPUs, the event loop (rng device), the console writer (file).
+// A VM with every kind of thread: vCPUs, the event loop (rng device), the console writer (file),
+// a virtio-fs thread (docs/security.md #60).
 std::vector<std::string> idle_vm(const std::string& console, std::vector<std::string> extra = {}) {
   unlink(console.c_str());  // a stale file from an earlier run would read as ready at once
-  std::vector<std::string> argv = {
-      carapace_binary(),    "run",       "--kernel", testguest_image(), "--cmdline",
-      "testguest.run=idle", "--vcpus",   "2",        "--rng",           "--console",
-      "file:" + console,    "--timeout", "60"};
+  const std::string share = ::testing::TempDir() + "seccomp-share";
+  mkdir(share.c_str(), 0700);
+  std::vector<std::string> argv = {carapace_binary(),
+                                   "run",
+                                   "--kernel",
+                                   testguest_image(),
+                                   "--cmdline",
+                                   "testguest.run=idle",
+                                   "--vcpus",
+                                   "2",
+                                   "--rng",
+                                   "--fs",
+                                   "tag=share,path=" + share,
+                                   "--console",
+                                   "file:" + console,
+                                   "--timeout",
+                                   "60"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }
@@ -65,8 +80,8 @@ TEST(SeccompKvm, EveryThreadOfARunningVmmIsFiltered) {
   ASSERT_TRUE(vmm.started());
   ASSERT_TRUE(wait_for_file_text(console, "idle ready")) << read_text_file(console) << vmm.err();
   auto modes = seccomp_modes(vmm.pid());
-  // main, event loop, console writer, two vCPUs.
-  EXPECT_GE(modes.size(), 5u);
+  // main, event loop, console writer, virtio-fs, two vCPUs.
+  EXPECT_GE(modes.size(), 6u);
   for (const auto& [task, mode] : modes)
     EXPECT_EQ(mode, 2) << "task " << task << " is not under a seccomp filter";
   kill(vmm.pid(), SIGKILL);
@@ -102,10 +117,11 @@ TEST_P(SeccompProbeKvm, ForbiddenSyscallKillsWithSigsys) {
   unsetenv("CARAPACE_SECCOMP_PROBE");
   EXPECT_EQ(r.term_signal, SIGSYS) << "exit " << r.exit_code << "\n" << r.err;
   EXPECT_NE(r.err.find("carapace: seccomp: forbidden system call"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(" + std::string(GetParam()) + " filter)"), std::string::npos) << r.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Roles, SeccompProbeKvm,
-                         ::testing::Values("main", "event-loop", "vcpu", "console"),
+                         ::testing::Values("main", "event-loop", "vcpu", "console", "fs"),
                          [](const auto& info) {
                            std::string n = info.param;
                            return n == "event-loop" ? std::string("event_loop") : n;

@@ -220,6 +220,35 @@ Result<VsockDeviceConfig> parse_vsock_arg(const std::string& spec) {
   return cfg;
 }
 
+Result<FsDeviceConfig> parse_fs_arg(const std::string& spec) {
+  FsDeviceConfig cfg;
+  bool have_tag = false, have_mode = false;
+  for (const auto& [k, v] : TRY(split_kv("--fs", spec))) {
+    if (k == "tag") {
+      // virtio 1.2 §5.11.4: tag[36], UTF-8; control characters would break one-line messages.
+      if (v.empty()) return flag_error("--fs tag: empty");
+      if (v.size() > 36) return flag_error("--fs tag: at most 36 bytes (virtio-fs config space)");
+      for (unsigned char c : v)
+        if (c < 0x20 || c == 0x7f) return flag_error("--fs tag: control characters not allowed");
+      cfg.tag = v;
+      have_tag = true;
+    } else if (k == "path") {
+      cfg.shared_dir = TRY(parse_path("--fs path", v));
+    } else if (k == "mode") {
+      auto mode = parse_fs_mode(v);
+      if (!mode) return flag_error("--fs mode: expected ro, rw or rw-nodelete, got '" + v + "'");
+      cfg.mode = *mode;
+      have_mode = true;
+    } else {
+      return flag_error("--fs: unknown key '" + k + "' (tag, path, mode)");
+    }
+  }
+  if (!have_tag) return flag_error("--fs: tag= is required");
+  if (have_mode && cfg.shared_dir.empty())
+    return flag_error("--fs: mode= needs path= (an unbound device gets its mode when bound)");
+  return cfg;
+}
+
 Result<bool> parse_device_flag(const std::string& flag,
                                const std::function<Result<std::string>()>& value,
                                DeviceConfigs& devices) {
@@ -233,6 +262,12 @@ Result<bool> parse_device_flag(const std::string& flag,
   } else if (flag == "--rng") {
     if (devices.rng) return flag_error("--rng: given twice");
     devices.rng = RngDeviceConfig{};
+  } else if (flag == "--fs") {
+    FsDeviceConfig fs = TRY(parse_fs_arg(TRY(value())));
+    // The control API binds by tag, and a guest mounts by it: two devices may not share one.
+    for (const auto& other : devices.filesystems)
+      if (other.tag == fs.tag) return flag_error("--fs: tag '" + fs.tag + "' given twice");
+    devices.filesystems.push_back(std::move(fs));
   } else {
     return false;
   }

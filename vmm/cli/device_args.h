@@ -1,6 +1,6 @@
-// Parsing of the device flags of `carapace run`: `--drive`, `--net`, `--vsock`, `--rng`. Each takes
-// a comma-separated key=value list; every refusal names the flag, the key and why. Pure, so every
-// bad input is unit tested.
+// Parsing of the device flags of `carapace run`: `--drive`, `--net`, `--vsock`, `--rng`, `--fs`.
+// Each takes a comma-separated key=value list; every refusal names the flag, the key and why. Pure,
+// so every bad input is unit tested.
 #pragma once
 
 #include <functional>
@@ -20,9 +20,13 @@ Result<BlockDeviceConfig> parse_drive_arg(const std::string& spec);
 Result<NetDeviceConfig> parse_net_arg(const std::string& spec);
 // cid=N,uds=PATH
 Result<VsockDeviceConfig> parse_vsock_arg(const std::string& spec);
+// tag=T[,path=DIR][,mode=ro|rw|rw-nodelete]: a virtio-fs share (mode ro by default); without
+// path= the device is unbound until `PUT /fs/{tag}` on the control API binds a folder. Whether
+// DIR opens as a directory is checked when the device is made (VirtioFs::create), not here.
+Result<FsDeviceConfig> parse_fs_arg(const std::string& spec);
 
-// The device flags `run` and `restore` share (--drive, --net, --vsock, --rng): if `flag` is one,
-// parses it into `devices` (taking its value from `value()` when it has one) and returns true.
+// The device flags `run` and `restore` share (--drive, --net, --vsock, --rng, --fs): if `flag` is
+// one, parses it into `devices` (taking its value from `value()` when it has one) and returns true.
 Result<bool> parse_device_flag(const std::string& flag,
                                const std::function<Result<std::string>()>& value,
                                DeviceConfigs& devices);

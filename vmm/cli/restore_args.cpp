@@ -16,7 +16,9 @@ const char kRestoreUsage[] =
     "  --clones N                 run N clones concurrently in this process (default 1)\n"
     "  --console stdio|file:PATH|none   default stdio; with N > 1 each clone's lines on stdout\n"
     "                             are prefixed \"[clone I] \", and file:PATH writes PATH.<I>\n"
-    "  --drive, --net, --vsock, --rng   the snapshot's devices, as for `carapace run`\n"
+    "  --drive, --net, --vsock, --rng, --fs   the snapshot's devices, as for `carapace run`\n"
+    "                             (--fs in the snapshot's order, each with its tag; a folder may\n"
+    "                             be given here, or bound later with PUT /fs/TAG)\n"
     "  --timeout SEC              stop each clone after SEC seconds (exit status 5)\n"
     "  --teardown deferred|sync   exit before (default) or after KVM has destroyed the VMs\n"
     "  --log-level error|warn|info|debug\n"
@@ -39,6 +41,8 @@ const char kRestoreUsage[] =
     "                             without mac= each clone gets a fresh random MAC\n"
     "  --drive ...,overlay=F      clone I writes F.<I>; a writable --drive without overlay= is\n"
     "                             refused (clones would corrupt each other's disk)\n"
+    "  --fs ...,path=DIR          shared by every clone, so mode=ro only (or unbound: bind each\n"
+    "                             clone's folder with PUT /fs/TAG on PATH.<I>)\n"
     "exit status: the worst clone's (see carapace run --help); 2 for a bad, corrupt or\n"
     "             incompatible snapshot (one line on stderr, no VM started)\n";
 
@@ -70,6 +74,11 @@ Status check_clone_identities(const RestoreArgs& a) {
       return flag_error("--drive " + drive.path +
                         ": clones cannot share a writable disk; use ro=on " +
                         "or overlay=FILE (each clone writes FILE.<clone>)");
+  // Clones that write one folder would see each other's files.
+  for (const auto& fs : d.filesystems)
+    if (!fs.shared_dir.empty() && fs.mode != FsMode::kReadOnly)
+      return flag_error("--fs " + fs.tag + ": clones cannot share a writable folder; use " +
+                        "mode=ro, or no path= and bind each clone's own with PUT /fs/" + fs.tag);
   return {};
 }
 
@@ -92,7 +101,7 @@ Result<RestoreArgs> parse_restore_args(const std::vector<std::string>& args) {
         } else if (flag == "--console") {
           TRY_STATUS(parse_console_arg(TRY(value()), m.console));
         } else if (TRY(parse_device_flag(flag, value, m.devices))) {
-          // --drive, --net, --vsock, --rng
+          // --drive, --net, --vsock, --rng, --fs
         } else if (flag == "--timeout") {
           m.timeout_seconds = TRY(parse_seconds(flag, TRY(value())));
         } else if (flag == "--teardown") {

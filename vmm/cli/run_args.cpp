@@ -33,13 +33,18 @@ const char kRunUsage[] =
     "                             virtio-net (repeatable); any allow= denies all other egress\n"
     "  --vsock cid=N,uds=PATH     virtio-vsock; host connects to PATH and writes CONNECT <port>\n"
     "  --rng                      virtio-rng (entropy from getrandom)\n"
+    "  --fs tag=T[,path=DIR][,mode=ro|rw|rw-nodelete]   (repeatable)\n"
+    "                             virtio-fs: DIR shared with the guest, which mounts it by tag T\n"
+    "                             (mount -t virtiofs T /mnt); mode enforced on the host, ro by\n"
+    "                             default; without path= unbound until PUT /fs/T binds a folder\n"
     "  --timeout SEC              stop the VM after SEC seconds (exit status 5)\n"
     "  --teardown deferred|sync   exit before (default) or after KVM has destroyed the VM\n"
     "  --no-seccomp               run without the per-thread seccomp filters (debugging only;\n"
     "                             needs CARAPACE_ALLOW_NO_SECCOMP=1)\n"
     "  --api-sock PATH            serve the control API (HTTP/JSON) on this Unix socket while\n"
     "                             the VM runs: GET /vm, PUT /vm/pause, PUT /vm/resume,\n"
-    "                             PUT /snapshot/create {\"dir\": DIR, \"resume\": BOOL}\n"
+    "                             PUT /snapshot/create {\"dir\": DIR, \"resume\": BOOL},\n"
+    "                             GET /fs, PUT /fs/TAG {\"path\": DIR, \"mode\": MODE}\n"
     "  --log-level error|warn|info|debug\n"
     "exit status: 0 guest reset/poweroff, 1 host error, 2 bad input, 3 triple fault,\n"
     "             4 KVM internal/emulation error, 5 timeout, 6 guest panic (the guest wrote\n"
@@ -141,7 +146,7 @@ Result<RunArgs> parse_run_args(const std::vector<std::string>& args) {
         } else if (flag == "--console") {
           TRY_STATUS(parse_console_arg(TRY(value()), m.console));
         } else if (TRY(parse_device_flag(flag, value, m.devices))) {
-          // --drive, --net, --vsock, --rng
+          // --drive, --net, --vsock, --rng, --fs
         } else if (flag == "--console-input") {
           m.console.input = true;
         } else if (flag == "--timeout") {

@@ -14,6 +14,13 @@ VmControl::State MachineControl::state() const {
   return m_.paused() ? State::kPaused : State::kRunning;
 }
 
+std::vector<VmControl::FsShare> MachineControl::fs_shares() const {
+  std::vector<FsShare> out;
+  for (const VirtioFs::Binding& b : m_.fs_bindings())
+    out.push_back(FsShare{b.tag, b.shared_dir, b.mode, b.session});
+  return out;
+}
+
 Status MachineControl::resume() {
   m_.resume();
   return {};

@@ -22,6 +22,10 @@ class MachineControl : public VmControl {
   Result<nlohmann::json> snapshot(const std::string& dir, bool resume_after) override;
   Result<nlohmann::json> fork(uint32_t clones) override;
   std::map<std::string, uint64_t> counters() const override { return m_.counters(); }
+  std::vector<FsShare> fs_shares() const override;
+  Status bind_fs(const std::string& tag, const std::string& path, FsMode mode) override {
+    return m_.bind_fs(tag, path, mode);
+  }
   // Waits for every forked child to end (they run on after the parent); logs how each ended.
   void wait_children();
 

@@ -27,11 +27,13 @@ Status check_empty_body(const HttpRequest& req) {
   return {};
 }
 
-// The snapshot directory is created by this process with its privileges: keep it to plain
-// absolute paths, so a caller cannot smuggle a relative path (resolved against the VMM's cwd) or
-// a ".." walk past a prefix it was allowed.
-Status check_dir(const std::string& dir) {
-  auto bad = [](const std::string& m) { return as_invalid_input(make_error("dir: " + m)); };
+// The snapshot directory is created, and a share's folder opened, by this process with its
+// privileges: keep them to plain absolute paths, so a caller cannot smuggle a relative path
+// (resolved against the VMM's cwd) or a ".." walk past a prefix it was allowed.
+Status check_dir(const std::string& dir, const std::string& field = "dir") {
+  auto bad = [&field](const std::string& m) {
+    return as_invalid_input(make_error(field + ": " + m));
+  };
   if (dir.empty() || dir[0] != '/') return bad("must be an absolute path");
   if (dir.size() > kMaxDirLen) return bad("too long");
   if (dir.find('\0') != std::string::npos) return bad("holds a NUL byte");
@@ -87,7 +89,80 @@ http::Router VmApi::routes() {
   (void)r.add("PUT", "/snapshot/create",
               [this](const HttpRequest& req) { return put_snapshot(req); });
   (void)r.add("PUT", "/vm/fork", [this](const HttpRequest& req) { return put_fork(req); });
+  (void)r.add("GET", "/fs", [this](const HttpRequest&) { return get_fs(); });
+  (void)r.add("PUT", "/fs/{tag}", [this](const HttpRequest& req) { return put_fs(req); });
   return r;
+}
+
+namespace {
+
+nlohmann::json share_json(const VmControl::FsShare& s, size_t index,
+                          const std::map<std::string, uint64_t>& counters) {
+  nlohmann::json c = nlohmann::json::object();
+  const std::string prefix = "fs" + std::to_string(index) + "_";
+  for (const char* name : {"requests", "errors", "bad_requests", "refused"})
+    if (auto it = counters.find(prefix + name); it != counters.end()) c[name] = it->second;
+  return nlohmann::json{
+      {"tag", s.tag},
+      {"path", s.path.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.path)},
+      {"mode", s.path.empty() ? nlohmann::json(nullptr) : nlohmann::json(fs_mode_name(s.mode))},
+      {"mounted", s.mounted},
+      {"counters", std::move(c)}};
+}
+
+}  // namespace
+
+HttpResponse VmApi::get_fs() {
+  const auto shares = vm_.fs_shares();
+  const auto counters = vm_.counters();
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i = 0; i < shares.size(); ++i)
+    list.push_back(share_json(shares[i], i, counters));
+  return json_response(200, {{"filesystems", std::move(list)}});
+}
+
+// docs/security.md #62: every refusal is one line and changes nothing.
+HttpResponse VmApi::put_fs(const HttpRequest& req) {
+  const std::string tag(req.param("tag"));
+  auto body = http::parse_json_object(req.body, {"path", "mode"});
+  if (!body.ok()) return error_response(body.error());
+  const nlohmann::json& j = *body;
+  if (!j.contains("path") || !j["path"].is_string())
+    return error_response(http::ErrorCode::kBadRequest, "path: a string is required");
+  const std::string path = j["path"].get<std::string>();
+  if (auto s = check_dir(path, "path"); !s.ok()) return error_response(s.error());
+  FsMode mode = FsMode::kReadOnly;
+  if (j.contains("mode")) {
+    auto parsed = j["mode"].is_string() ? parse_fs_mode(j["mode"].get<std::string>())
+                                        : std::optional<FsMode>();
+    if (!parsed)
+      return error_response(http::ErrorCode::kBadRequest,
+                            "mode: must be \"ro\", \"rw\" or \"rw-nodelete\"");
+    mode = *parsed;
+  }
+
+  std::lock_guard<std::mutex> lock(control_mu_);
+  auto state = vm_.state();
+  if (state == VmControl::State::kEnded) return conflict(state, "bind");
+  const auto shares = vm_.fs_shares();
+  size_t index = shares.size();
+  for (size_t i = 0; i < shares.size(); ++i)
+    if (shares[i].tag == tag) index = i;
+  // The tag is not repeated: it came in the URL and may hold anything but '/' and NUL.
+  if (index == shares.size())
+    return error_response(http::ErrorCode::kBadRequest, "no virtio-fs device has this tag");
+  auto busy = [] {
+    return error_response(http::ErrorCode::kConflict,
+                          "bind: the guest has the share mounted; nothing was changed");
+  };
+  if (shares[index].mounted) return busy();
+  if (auto s = vm_.bind_fs(tag, path, mode); !s.ok()) {
+    if (s.error().sys_errno == EBUSY) return busy();
+    return error_response(s.error());
+  }
+  const auto now = vm_.fs_shares();
+  if (index >= now.size()) return error_response(http::ErrorCode::kInternal, "the share is gone");
+  return json_response(200, share_json(now[index], index, vm_.counters()));
 }
 
 HttpResponse VmApi::get_vm() {

@@ -19,6 +19,16 @@
 //     Fork: the VM is paused, its state and RAM copied into a memfd, resumed if it
 //     was running, and N children restored from the copy run in this VMM process, each with its
 //     own identity (vmm/machine/clone_identity.h, numbered on from the last fork).
+//   GET /fs               200 {"filesystems": [{"tag", "path", "mode" (both null: unbound),
+//   "mounted",
+//                              "counters": {"requests", "errors", "bad_requests", "refused"}}]}
+//   PUT /fs/{tag}         {"path": "/abs/dir", "mode": "ro"|"rw"|"rw-nodelete"}  (mode: ro when
+//                         absent)   200 the share as GET /fs lists it
+//     Binds a folder to the virtio-fs device tagged {tag}: an unbound one (a pooled VM restored
+//     from a template) or one the guest has not mounted (docs/security.md #62). 400 for an
+//     unknown tag, a bad mode, a path that is not absolute or holds "..", or a folder that does
+//     not open as a directory (nothing changed); 409 while the guest has the share mounted or
+//     once the VM ended.
 //
 // Bad JSON, unknown fields or wrong types get 400; a call in the wrong state gets 409 and changes
 // nothing (docs/security.md #27). Control calls are serialised: a pause never races a snapshot.
@@ -28,11 +38,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/base/result.h"
 #include "common/http/http_server.h"
+#include "vmm/devices/fs/fs_config.h"
 
 namespace carapace {
 
@@ -53,6 +65,22 @@ class VmControl {
   virtual Result<nlohmann::json> fork(uint32_t clones) = 0;
   // Host-side counters by name (console bytes written/dropped, per-device drops); any state.
   virtual std::map<std::string, uint64_t> counters() const { return {}; }
+
+  // The virtio-fs devices, in `--fs` order.
+  struct FsShare {
+    std::string tag;
+    std::string path;  // empty: unbound
+    FsMode mode = FsMode::kReadOnly;
+    bool mounted = false;  // a FUSE session is live
+  };
+  virtual std::vector<FsShare> fs_shares() const { return {}; }
+  // Binds `path` to the device tagged `tag`. An unknown tag or a folder that does not open is
+  // invalid input; a live session is invalid input with sys_errno EBUSY (409).
+  virtual Status bind_fs(const std::string& tag, const std::string& path, FsMode mode) {
+    (void)path;
+    (void)mode;
+    return as_invalid_input(make_error("no virtio-fs device has the tag '" + tag + "'"));
+  }
 };
 
 const char* vm_state_name(VmControl::State s);
@@ -74,6 +102,8 @@ class VmApi {
   http::HttpResponse put_resume(const http::HttpRequest& req);
   http::HttpResponse put_snapshot(const http::HttpRequest& req);
   http::HttpResponse put_fork(const http::HttpRequest& req);
+  http::HttpResponse get_fs();
+  http::HttpResponse put_fs(const http::HttpRequest& req);
 
   VmControl& vm_;
   std::mutex control_mu_;  // one control call at a time

@@ -159,7 +159,7 @@ Machine::~Machine() {
     stop(VmOutcome::kHostError, "VM destroyed while running");
     (void)wait();
   }
-  if (event_loop_) event_loop_->stop();
+  stop_loops();
   if (console_) console_->close();
 }
 
@@ -253,11 +253,17 @@ Status Machine::create_devices(const MachineConfig& config) {
   TRY_STATUS(pio_bus_.insert(pvpanic, PvPanic::kPort, 1, "pvpanic"));
 
   const DeviceConfigs& dev = config.devices;
-  const bool any_virtio = !dev.drives.empty() || !dev.nets.empty() || dev.vsock || dev.rng;
+  const bool any_virtio =
+      !dev.drives.empty() || !dev.nets.empty() || dev.vsock || dev.rng || !dev.filesystems.empty();
   if (config.console.input || any_virtio) event_loop_ = TRY(EventLoop::create());
   if (any_virtio) {
+    std::vector<EventLoop*> fs_loops;
+    for (size_t i = 0; i < dev.filesystems.size(); ++i) {
+      fs_loops_.push_back(TRY(EventLoop::create()));
+      fs_loops.push_back(fs_loops_.back().get());
+    }
     virtio_ = std::make_unique<VirtioDeviceSet>(vm_, mem_, mmio_bus_, *event_loop_);
-    TRY_STATUS(virtio_->add_configured(dev));
+    TRY_STATUS(virtio_->add_configured(dev, fs_loops));
   }
   if (config.console.input) {
     TRY_STATUS(event_loop_->add(STDIN_FILENO, EPOLLIN, [this](uint32_t) {
@@ -283,6 +289,8 @@ void Machine::start() {
   install_vcpu_kick_handler();
   // Each thread installs its seccomp filter (when enabled) before it does any work for the guest.
   if (event_loop_) event_loop_->start_thread([this] { return enter_role(ThreadRole::kEventLoop); });
+  for (auto& loop : fs_loops_)
+    loop->start_thread([this] { return enter_role(ThreadRole::kFs); });
   threads_.reserve(vcpus_.size());
   for (auto& vcpu : vcpus_) {
     VcpuLoopContext ctx{&vcpu, &pio_bus_, &mmio_bus_, &control_};
@@ -308,6 +316,29 @@ std::map<std::string, uint64_t> Machine::counters() const {
   if (virtio_) virtio_->add_counters(out);
   out["log_lines_dropped"] = log_lines_dropped();  // the VMM's stderr is rate limited too
   return out;
+}
+
+std::vector<VirtioFs::Binding> Machine::fs_bindings() const {
+  std::vector<VirtioFs::Binding> out;
+  if (virtio_)
+    for (VirtioFs* f : virtio_->filesystems())
+      out.push_back(f->binding());
+  return out;
+}
+
+Status Machine::bind_fs(const std::string& tag, const std::string& shared_dir, FsMode mode) {
+  std::vector<VirtioFs*> shares = virtio_ ? virtio_->filesystems() : std::vector<VirtioFs*>{};
+  for (size_t i = 0; i < shares.size(); ++i) {
+    if (shares[i]->tag() != tag) continue;
+    TRY_STATUS(shares[i]->bind(shared_dir, mode));
+    // A fork builds its children from config_: they get the share as it is now.
+    if (i < config_.devices.filesystems.size()) {
+      config_.devices.filesystems[i].shared_dir = shared_dir;
+      config_.devices.filesystems[i].mode = mode;
+    }
+    return {};
+  }
+  return as_invalid_input(make_error("no virtio-fs device has the tag '" + tag + "'"));
 }
 
 bool Machine::enter_role(ThreadRole role) {
@@ -337,6 +368,8 @@ Status Machine::pause() {
   // Device work stops too: a paused VM's RAM and rings must not change under a snapshot
   // (network RX, vsock host data, timers). Block requests in flight are finished by its save().
   if (event_loop_) event_loop_->pause_thread();
+  for (auto& loop : fs_loops_)
+    loop->pause_thread();  // after the request in progress: a host file call is not interrupted
   paused_ = true;
   return {};
 }
@@ -346,6 +379,8 @@ void Machine::resume() {
   if (!paused_) return;
   paused_ = false;
   if (event_loop_) event_loop_->resume_thread();
+  for (auto& loop : fs_loops_)
+    loop->resume_thread();
   control_.resume();
 }
 
@@ -373,9 +408,15 @@ VmOutcome Machine::wait() {
     for (auto& vcpu : vcpus_)
       extra_detail_ += "\nvCPU " + std::to_string(vcpu.index()) + ":\n" + vcpu.describe_registers();
   }
-  if (event_loop_) event_loop_->stop();
+  stop_loops();
   if (console_) console_->close();
   return outcome;
+}
+
+void Machine::stop_loops() {
+  if (event_loop_) event_loop_->stop();
+  for (auto& loop : fs_loops_)
+    loop->stop();
 }
 
 void Machine::stop(VmOutcome outcome, std::string detail) {

@@ -74,6 +74,13 @@ class Machine {
   // API's GET /vm; devices are named by kind and index ("net0_tx_dropped_policy", ...).
   std::map<std::string, uint64_t> counters() const;
 
+  // The virtio-fs devices' tags and shares, in `--fs` order.
+  std::vector<VirtioFs::Binding> fs_bindings() const;
+  // Binds the folder of the virtio-fs device tagged `tag` (VirtioFs::bind: refused while the
+  // guest has it mounted); an unknown tag is invalid input. Later forks get the new share.
+  // Serialised by the caller (the control API takes one call at a time).
+  Status bind_fs(const std::string& tag, const std::string& shared_dir, FsMode mode);
+
  private:
   Machine(Kvm kvm, Vm vm, GuestMemory mem)
       : kvm_(std::move(kvm)), vm_(std::move(vm)), mem_(std::move(mem)) {}
@@ -100,6 +107,8 @@ class Machine {
   // Declared before the buses: the MMIO bus holds the last references to the virtio transports,
   // whose destructors (and the devices', e.g. vsock's listener) remove their fds from the loop.
   std::unique_ptr<EventLoop> event_loop_;
+  // One per virtio-fs device, in `--fs` order: its queues are served there (virtio_devices.h).
+  std::vector<std::unique_ptr<EventLoop>> fs_loops_;
   IoBus pio_bus_;
   IoBus mmio_bus_;
   std::unique_ptr<ConsoleSink> console_;
@@ -108,6 +117,8 @@ class Machine {
   // After event_loop_: the devices go first, while the (stopped) loop still exists.
   std::unique_ptr<VirtioDeviceSet> virtio_;
   void kick_all();
+  // Stops (and joins) the device loops; idempotent.
+  void stop_loops();
   // Installs the calling thread's seccomp filter; on failure ends the VM and returns false.
   bool enter_role(ThreadRole role);
 

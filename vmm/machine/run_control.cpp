@@ -51,6 +51,9 @@ VmOutcome RunControl::wait(std::optional<std::chrono::nanoseconds> timeout) {
       finished_ = true;
       outcome_ = VmOutcome::kTimeout;
       detail_ = "timeout expired";
+      // Parked vCPUs (a paused VM) wait on the same condition for the end: wake them, or the
+      // caller's join of their threads never returns.
+      cv_.notify_all();
     }
   } else {
     cv_.wait(lock, [this] { return finished_.load(); });

@@ -2,6 +2,7 @@
 
 #include "vmm/devices/block/block_factory.h"
 #include "vmm/devices/block/virtio_block.h"
+#include "vmm/devices/fs/virtio_fs.h"
 #include "vmm/devices/net/net_device.h"
 #include "vmm/devices/net/net_factory.h"
 #include "vmm/devices/rng/rng.h"
@@ -28,12 +29,12 @@ class VmIoEvents : public virtio::IoEventRegistrar {
 }  // namespace
 
 Status VirtioDeviceSet::attach(std::shared_ptr<virtio::VirtioDevice> device,
-                               const std::string& name) {
+                               const std::string& name, EventLoop* loop) {
   auto slot = TRY(slots_.allocate());
   auto irq = std::make_unique<virtio::EventFdInterrupt>(TRY(virtio::EventFdInterrupt::create()));
   TRY_STATUS(vm_.register_irqfd(irq->event().fd(), slot.irq));
-  auto transport =
-      TRY(virtio::MmioTransport::create(std::move(device), mem_, irq.get(), &loop_, slot.base));
+  auto transport = TRY(virtio::MmioTransport::create(std::move(device), mem_, irq.get(),
+                                                     loop != nullptr ? loop : &loop_, slot.base));
   VmIoEvents ioevents(vm_);
   TRY_STATUS(transport->register_ioevents(ioevents));
   TRY_STATUS(mmio_bus_.insert(transport, slot.base, slot.size, name));
@@ -43,7 +44,10 @@ Status VirtioDeviceSet::attach(std::shared_ptr<virtio::VirtioDevice> device,
   return {};
 }
 
-Status VirtioDeviceSet::add_configured(const DeviceConfigs& config) {
+Status VirtioDeviceSet::add_configured(const DeviceConfigs& config,
+                                       std::span<EventLoop* const> fs_loops) {
+  if (fs_loops.size() != config.filesystems.size())
+    return make_error("virtio-fs: one event loop per device is needed");
   for (size_t i = 0; i < config.drives.size(); ++i)
     TRY_STATUS(
         attach(TRY(make_block_device(config.drives[i], loop_)), "virtio-blk" + std::to_string(i)));
@@ -56,11 +60,22 @@ Status VirtioDeviceSet::add_configured(const DeviceConfigs& config) {
     std::shared_ptr<virtio::VirtioDevice> rng = TRY(VirtioRng::create(config.rng->limit));
     TRY_STATUS(attach(std::move(rng), "virtio-rng"));
   }
+  for (size_t i = 0; i < config.filesystems.size(); ++i) {
+    std::shared_ptr<virtio::VirtioDevice> fs = TRY(VirtioFs::create(config.filesystems[i]));
+    TRY_STATUS(attach(std::move(fs), "virtio-fs" + std::to_string(i), fs_loops[i]));
+  }
   return {};
 }
 
+std::vector<VirtioFs*> VirtioDeviceSet::filesystems() const {
+  std::vector<VirtioFs*> out;
+  for (const auto& t : transports_)
+    if (auto* f = dynamic_cast<VirtioFs*>(&t->device())) out.push_back(f);
+  return out;
+}
+
 void VirtioDeviceSet::add_counters(std::map<std::string, uint64_t>& out) const {
-  uint32_t blk = 0, net_index = 0;
+  uint32_t blk = 0, net_index = 0, fs_index = 0;
   auto load = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
   for (const auto& t : transports_) {
     virtio::VirtioDevice* d = &t->device();
@@ -92,6 +107,13 @@ void VirtioDeviceSet::add_counters(std::map<std::string, uint64_t>& out) const {
       out["vsock_bad_packets"] = s.bad_packets;
       out["vsock_refused_by_cap"] = s.refused_by_cap;
       out["vsock_bytes_dropped"] = s.bytes_dropped;
+    } else if (auto* f = dynamic_cast<VirtioFs*>(d)) {
+      const std::string p = "fs" + std::to_string(fs_index++) + "_";
+      fs::FsCounters c = f->counters();
+      out[p + "requests"] = c.requests;
+      out[p + "errors"] = c.errors;
+      out[p + "bad_requests"] = c.bad_requests;
+      out[p + "refused"] = c.refused;
     }
   }
 }

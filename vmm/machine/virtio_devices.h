@@ -12,6 +12,7 @@
 
 #include "common/base/result.h"
 #include "vmm/bus/bus.h"
+#include "vmm/devices/fs/virtio_fs.h"
 #include "vmm/event/event_loop.h"
 #include "vmm/kvm/vm.h"
 #include "vmm/machine/device_config.h"
@@ -29,9 +30,15 @@ class VirtioDeviceSet {
   VirtioDeviceSet(Vm& vm, const GuestMemory& mem, IoBus& mmio_bus, EventLoop& loop)
       : vm_(vm), mem_(mem), mmio_bus_(mmio_bus), loop_(loop) {}
 
-  // Builds every configured device (drives, nets, vsock, rng, in that order) and attaches it.
-  Status add_configured(const DeviceConfigs& config);
-  Status attach(std::shared_ptr<virtio::VirtioDevice> device, const std::string& name);
+  // Builds every configured device (drives, nets, vsock, rng, filesystems, in that order) and
+  // attaches it. Each virtio-fs device is served on its own loop, `fs_loops[i]` for
+  // `config.filesystems[i]`: its file server blocks on host file I/O, which must not hold up the
+  // other devices (vmm/devices/fs/README.md, Threads). The loops must outlive the set's
+  // transports and be stopped before the set dies, as the shared loop.
+  Status add_configured(const DeviceConfigs& config, std::span<EventLoop* const> fs_loops = {});
+  // `loop`: where the device's queue notifications are served; null for the shared loop.
+  Status attach(std::shared_ptr<virtio::VirtioDevice> device, const std::string& name,
+                EventLoop* loop = nullptr);
 
   // Words to append to the kernel command line, one per device.
   const std::vector<std::string>& cmdline_words() const { return cmdline_words_; }
@@ -39,7 +46,11 @@ class VirtioDeviceSet {
     return transports_;
   }
 
-  // Each device's host-side counters, named "<kind><index>_<counter>" (blk0_errors, ...).
+  // The virtio-fs devices, in slot order (which is `--fs` order); they live as long as the set.
+  std::vector<VirtioFs*> filesystems() const;
+
+  // Each device's host-side counters, named "<kind><index>_<counter>" (blk0_errors,
+  // fs0_requests, ...).
   void add_counters(std::map<std::string, uint64_t>& out) const;
 
   // Snapshot of every device, one blob per MMIO slot in slot order; the VM must be paused.

@@ -25,7 +25,7 @@ struct SeccompProgram {
 #include "vmm/security/seccomp_filters.inc"
 
 constexpr size_t kRoles = sizeof kSeccompPrograms / sizeof kSeccompPrograms[0];
-static_assert(kRoles == 4, "one program per ThreadRole");
+static_assert(kRoles == kThreadRoles, "one program per ThreadRole");
 
 std::atomic<bool> enabled{false};
 int probe_role = -1;  // CARAPACE_SECCOMP_PROBE, read by enable_seccomp()

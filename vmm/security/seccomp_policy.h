@@ -1,7 +1,8 @@
 // The VMM's seccomp allowlists, one per thread role, as one readable table (seccomp_policy.cpp).
 // A thread may make only the system calls its role lists; anything else kills the process with
 // SIGSYS (seccomp.h). The roles that face the guest — vCPU threads (guest exits) and the event
-// loop (device I/O) — get the shortest lists.
+// loop (device I/O) — get the shortest lists; a virtio-fs thread gets the file calls of its
+// file server (*at calls beneath its own directory fds) and no more.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,9 @@ enum class ThreadRole : uint8_t {
   kEventLoop,  // virtio device work: rings, block I/O, sockets, timers
   kVcpu,       // KVM_RUN and the port/MMIO exits it returns
   kConsole,    // writes guest console output to a file or stdout
+  kFs,         // one per virtio-fs device: its queues and the file server's host file calls
 };
+inline constexpr int kThreadRoles = 5;
 const char* thread_role_name(ThreadRole role);
 
 // Extra conditions on a syscall's arguments, checked by the filter.

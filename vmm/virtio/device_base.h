@@ -1,5 +1,5 @@
-// DeviceBase: what every virtio device of this monitor (block, net, rng, vsock) shares under the
-// VirtioDevice interface. Its type, queue sizes and feature bits are fixed when it is made; no
+// DeviceBase: what every virtio device of this monitor (block, net, rng, vsock, fs) shares under
+// the VirtioDevice interface. Its type, queue sizes and feature bits are fixed when it is made; no
 // field of its configuration space is writable; its state lives under one lock with the
 // activation context; and unless it says otherwise its saved state is its queues alone.
 #pragma once

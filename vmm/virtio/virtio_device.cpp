@@ -15,6 +15,8 @@ const char* device_type_name(uint32_t type) {
       return "rng";
     case DeviceType::kVsock:
       return "vsock";
+    case DeviceType::kFs:
+      return "fs";
   }
   return "virtio";
 }

@@ -1,4 +1,4 @@
-// VirtioDevice: what a virtio device (block, net, vsock, rng, ...) implements. The transport
+// VirtioDevice: what a virtio device (block, net, vsock, rng, fs, ...) implements. The transport
 // (MmioTransport) owns the register file, feature negotiation and the status state machine; the
 // device only sees validated Queues, guest memory, and a DeviceSignals to raise interrupts.
 //
@@ -28,7 +28,7 @@
 namespace carapace::virtio {
 
 // Device type ids (virtio 1.2 §5).
-enum class DeviceType : uint32_t { kNet = 1, kBlock = 2, kRng = 4, kVsock = 19 };
+enum class DeviceType : uint32_t { kNet = 1, kBlock = 2, kRng = 4, kVsock = 19, kFs = 26 };
 const char* device_type_name(uint32_t type);
 
 // How a device talks back to its transport (implemented by MmioTransport).

@@ -64,6 +64,7 @@ constexpr KnownType kKnownTypes[] = {
     {kTypeBlock, "blk", "no virtio-blk device (run with --drive)"},
     {kTypeRng, "rng", "no virtio-rng device (run with --rng)"},
     {kTypeVsock, "vsock", "no virtio-vsock device (run with --vsock)"},
+    {kTypeFs, "fs", "no virtio-fs device (run with --fs)"},
 };
 
 const KnownType* known_type(uint32_t device_id) {

@@ -59,6 +59,7 @@ inline constexpr uint32_t kTypeNet = 1;
 inline constexpr uint32_t kTypeBlock = 2;
 inline constexpr uint32_t kTypeRng = 4;
 inline constexpr uint32_t kTypeVsock = 19;
+inline constexpr uint32_t kTypeFs = 26;
 const char* type_name(uint32_t device_id);
 // "no virtio-<name> device (run with --<flag>)": a scenario's error when `device_id` is missing.
 const char* missing_device_error(uint32_t device_id);

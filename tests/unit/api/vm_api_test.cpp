@@ -43,12 +43,32 @@ class FakeVm : public VmControl {
     return nlohmann::json{{"children", nlohmann::json::array()}};
   }
   std::map<std::string, uint64_t> counters() const override {
-    return {{"console_bytes_dropped", 7}};
+    return {{"console_bytes_dropped", 7}, {"fs1_requests", 12}};
+  }
+  std::vector<FsShare> fs_shares() const override { return shares; }
+  Status bind_fs(const std::string& tag, const std::string& path, FsMode mode) override {
+    ++binds;
+    if (path == "/not/a/dir")
+      return as_invalid_input(sys_error("virtio-fs: opening the shared folder", ENOTDIR));
+    if (path == "/raced") {  // the guest mounted between the listing and the bind
+      Error e = as_invalid_input(make_error("mounted"));
+      e.sys_errno = EBUSY;
+      return e;
+    }
+    for (auto& s : shares)
+      if (s.tag == tag) {
+        s.path = path;
+        s.mode = mode;
+      }
+    return {};
   }
 
   State state_ = State::kRunning;
   int pauses = 0, resumes = 0, snapshots = 0;
   uint32_t forks = 0;
+  int binds = 0;
+  std::vector<FsShare> shares = {{"work", "/srv/work", FsMode::kReadWrite, false},
+                                 {"later", "", FsMode::kReadOnly, false}};
   bool fail_snapshot = false;
   std::string last_dir;
 };
@@ -172,6 +192,67 @@ TEST_F(VmApiTest, ForkChecksItsCountAndState) {
   vm_.state_ = State::kEnded;
   EXPECT_EQ(call("PUT", "/vm/fork", R"({"clones": 1})").status, 409);
   EXPECT_EQ(vm_.forks, 3u) << "a refused fork must change nothing";
+}
+
+TEST_F(VmApiTest, FsListsEveryShare) {
+  Reply r = call("GET", "/fs");
+  ASSERT_EQ(r.status, 200);
+  const auto& list = r.body["filesystems"];
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["tag"], "work");
+  EXPECT_EQ(list[0]["path"], "/srv/work");
+  EXPECT_EQ(list[0]["mode"], "rw");
+  EXPECT_EQ(list[0]["mounted"], false);
+  EXPECT_TRUE(list[1]["path"].is_null());
+  EXPECT_TRUE(list[1]["mode"].is_null());
+  EXPECT_EQ(list[1]["counters"]["requests"], 12);
+}
+
+TEST_F(VmApiTest, FsBindsAnUnboundShare) {
+  Reply r = call("PUT", "/fs/later", R"({"path": "/srv/later", "mode": "rw-nodelete"})");
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["tag"], "later");
+  EXPECT_EQ(r.body["path"], "/srv/later");
+  EXPECT_EQ(r.body["mode"], "rw-nodelete");
+  r = call("PUT", "/fs/work", R"({"path": "/srv/other"})");
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["mode"], "ro");  // the default
+  vm_.state_ = State::kPaused;      // a pooled VM is bound before it resumes
+  EXPECT_EQ(call("PUT", "/fs/work", R"({"path": "/srv/work"})").status, 200);
+}
+
+// docs/security.md #62: every bad bind is one line (400, 409) and changes nothing.
+TEST_F(VmApiTest, SecurityCheck62_BadBindRequestsAreRefused) {
+  auto one_line = [](const Reply& r) {
+    return r.body["error"]["message"].get<std::string>().find('\n') == std::string::npos;
+  };
+  for (const char* body :
+       {"", "{", R"({"mode": "ro"})", R"({"path": 5})", R"({"path": "relative"})",
+        R"({"path": "/a/../etc"})", R"({"path": "/a\u0000b"})", R"({"path": "/a", "mode": "rwx"})",
+        R"({"path": "/a", "mode": 1})", R"({"path": "/a", "extra": 1})"}) {
+    SCOPED_TRACE(body);
+    Reply r = call("PUT", "/fs/work", body);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_TRUE(one_line(r));
+  }
+  EXPECT_EQ(vm_.binds, 0);
+  Reply unknown = call("PUT", "/fs/nope", R"({"path": "/a"})");
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_NE(unknown.body["error"]["message"].get<std::string>().find("tag"), std::string::npos);
+  Reply not_dir = call("PUT", "/fs/work", R"({"path": "/not/a/dir"})");
+  EXPECT_EQ(not_dir.status, 400);
+  EXPECT_TRUE(one_line(not_dir));
+  EXPECT_EQ(call("PUT", "/fs/work", R"({"path": "/raced"})").status, 409);
+  vm_.shares[0].mounted = true;
+  const int before = vm_.binds;
+  Reply busy = call("PUT", "/fs/work", R"({"path": "/srv/x"})");
+  EXPECT_EQ(busy.status, 409);
+  EXPECT_EQ(busy.body["error"]["code"], "conflict");
+  EXPECT_EQ(vm_.binds, before);
+  vm_.state_ = State::kEnded;
+  EXPECT_EQ(call("PUT", "/fs/later", R"({"path": "/srv/x"})").status, 409);
+  EXPECT_EQ(vm_.shares[0].path, "/srv/work");
+  EXPECT_EQ(vm_.shares[1].path, "");
 }
 
 TEST_F(VmApiTest, StopRemovesTheSocket) {

@@ -19,7 +19,8 @@ bool allowed(ThreadRole role, long nr) {
 }
 
 constexpr ThreadRole kRoles[] = {ThreadRole::kMain, ThreadRole::kEventLoop, ThreadRole::kVcpu,
-                                 ThreadRole::kConsole};
+                                 ThreadRole::kConsole, ThreadRole::kFs};
+static_assert(sizeof kRoles / sizeof kRoles[0] == kThreadRoles);
 
 TEST(SeccompPolicy, NoThreadMayTouchTheAttackSurface) {
   const long forbidden[] = {SYS_execve,
@@ -61,6 +62,35 @@ TEST(SeccompPolicy, GuestFacingThreadsCannotOpenFilesOrSpawn) {
                             SYS_bind,  SYS_listen, SYS_memfd_create, SYS_prctl,    SYS_seccomp};
   for (ThreadRole role : {ThreadRole::kVcpu, ThreadRole::kEventLoop, ThreadRole::kConsole})
     for (long nr : forbidden)
+      EXPECT_FALSE(allowed(role, nr)) << thread_role_name(role) << " allows syscall " << nr;
+}
+
+// docs/security.md #60: a virtio-fs thread makes the file server's calls and nothing that
+// spawns, signals other processes, makes sockets, mounts, or reaches a device (ioctl); its names
+// go through *at calls and openat2 (path-taking calls without a directory fd are not listed).
+// The shared event loop gains none of the file calls.
+TEST(SeccompPolicy, SecurityCheck60_TheFsRoleHasFileCallsAndNothingElse) {
+  const long forbidden[] = {
+      SYS_clone,  SYS_clone3,   SYS_fork,    SYS_vfork,        SYS_kill,    SYS_socket,  SYS_bind,
+      SYS_listen, SYS_connect,  SYS_accept4, SYS_ioctl,        SYS_prctl,   SYS_seccomp, SYS_open,
+      SYS_unlink, SYS_rename,   SYS_mkdir,   SYS_symlink,      SYS_link,    SYS_chmod,   SYS_chown,
+      SYS_fchown, SYS_fchownat, SYS_mknod,   SYS_memfd_create, SYS_sendmsg, SYS_execve};
+  for (long nr : forbidden)
+    EXPECT_FALSE(allowed(ThreadRole::kFs, nr)) << "fs allows syscall " << nr;
+  const long needed[] = {SYS_openat2,    SYS_openat,    SYS_readlinkat, SYS_getdents64,
+                         SYS_mkdirat,    SYS_mknodat,   SYS_symlinkat,  SYS_linkat,
+                         SYS_unlinkat,   SYS_renameat2, SYS_utimensat,  SYS_fchmodat,
+                         SYS_preadv,     SYS_pwritev,   SYS_ftruncate,  SYS_fallocate,
+                         SYS_fsync,      SYS_fdatasync, SYS_fstatfs,    SYS_copy_file_range,
+                         SYS_epoll_wait, SYS_read,      SYS_write,      SYS_close};
+  for (long nr : needed)
+    EXPECT_TRUE(allowed(ThreadRole::kFs, nr)) << "fs lacks syscall " << nr;
+  const long file_calls[] = {SYS_openat2,        SYS_readlinkat, SYS_getdents64, SYS_mkdirat,
+                             SYS_mknodat,        SYS_symlinkat,  SYS_linkat,     SYS_renameat2,
+                             SYS_utimensat,      SYS_fchmodat,   SYS_ftruncate,  SYS_fstatfs,
+                             SYS_copy_file_range};
+  for (ThreadRole role : {ThreadRole::kEventLoop, ThreadRole::kVcpu, ThreadRole::kConsole})
+    for (long nr : file_calls)
       EXPECT_FALSE(allowed(role, nr)) << thread_role_name(role) << " allows syscall " << nr;
 }
 

@@ -15,7 +15,11 @@ namespace carapace::fs {
 Result<std::unique_ptr<FileServer>> FileServer::create(const FsDeviceConfig& config) {
   if (config.shared_dir.empty()) return as_invalid_input(make_error("virtio-fs: no shared folder"));
   const int root = ::open(config.shared_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (root < 0) return sys_error("virtio-fs: opening the shared folder " + config.shared_dir);
+  // The folder is what the user named: not a directory, a symlink, missing or not ours to open
+  // is their input (exit status 2, HTTP 400), not a failure of the host.
+  if (root < 0)
+    return as_invalid_input(
+        sys_error("virtio-fs " + config.tag + ": opening the shared folder " + config.shared_dir));
   UniqueFd root_fd(root);
   struct stat st {};
   if (::fstat(root_fd.get(), &st) < 0) return sys_error("virtio-fs: fstat " + config.shared_dir);
@@ -70,6 +74,16 @@ uint32_t FileServer::handle(const virtio::DescriptorChain& chain) {
   if (!r.out.sent() && !no_reply_op) bad = true;
   if (bad) ++counters_.bad_requests;
   return r.out.used();
+}
+
+uint32_t FileServer::refuse(const virtio::DescriptorChain& chain, int code) {
+  virtio::ChainReader reader = chain.reader();
+  if (reader.available() < sizeof(fuse_in_header)) return 0;
+  auto in = reader.read_obj<fuse_in_header>();
+  if (!in.ok() || in->opcode == FUSE_FORGET || in->opcode == FUSE_BATCH_FORGET) return 0;
+  ReplyWriter out(chain.writer(), in->unique);
+  out.error(code);
+  return out.used();
 }
 
 // Write-class requests: EROFS on a read-only share before anything is parsed (README.md,

@@ -42,6 +42,9 @@ class FileServer {
 
   // Serves one request chain; returns the used length (the reply's bytes).
   uint32_t handle(const virtio::DescriptorChain& chain);
+  // Answers one request chain with -`code` and serves nothing (a device with no share bound):
+  // the used length, 0 for FORGET and BATCH_FORGET (no reply) or without room for a header.
+  static uint32_t refuse(const virtio::DescriptorChain& chain, int code);
   // Device reset: back to before INIT, every inode but the root forgotten, every handle closed.
   void reset();
 
@@ -49,6 +52,9 @@ class FileServer {
   size_t inode_count() const { return inodes_.size(); }
   size_t handle_count() const { return handles_.size(); }
   bool initialized() const { return initialized_; }
+  // A FUSE session is live: INIT answered since the last reset or DESTROY, or node ids or
+  // handles held. Its node ids and handles name host fds, which no snapshot can carry.
+  bool has_session() const { return initialized_ || inodes_.size() > 1 || handles_.size() > 0; }
 
  private:
   // One request being served.

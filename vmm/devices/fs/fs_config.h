@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace carapace {
 
@@ -16,9 +18,29 @@ enum class FsMode {
   kNoDelete,   // create and write, never remove or destroy existing data (README.md)
 };
 
+// The names the CLI (`--fs mode=`) and the control API (`PUT /fs/{tag}`) use.
+inline const char* fs_mode_name(FsMode mode) {
+  switch (mode) {
+    case FsMode::kReadOnly:
+      return "ro";
+    case FsMode::kReadWrite:
+      return "rw";
+    case FsMode::kNoDelete:
+      return "rw-nodelete";
+  }
+  return "?";
+}
+inline std::optional<FsMode> parse_fs_mode(std::string_view name) {
+  for (FsMode m : {FsMode::kReadOnly, FsMode::kReadWrite, FsMode::kNoDelete})
+    if (name == fs_mode_name(m)) return m;
+  return std::nullopt;
+}
+
 struct FsDeviceConfig {
-  std::string tag;         // virtio 1.2 §5.11.4: at most 36 bytes, not NUL-terminated when 36
-  std::string shared_dir;  // the host folder; the guest never sees above it
+  std::string tag;  // virtio 1.2 §5.11.4: at most 36 bytes, not NUL-terminated when 36
+  // The host folder; the guest never sees above it. Empty: the device is unbound (every request
+  // is refused until the control API binds a folder, VirtioFs::bind).
+  std::string shared_dir;
   FsMode mode = FsMode::kReadOnly;
   size_t max_inodes = 4096;       // inodes the guest may hold looked up at once (ENFILE past it)
   size_t max_handles = 1024;      // open files and directories at once (EMFILE past it)
