@@ -393,6 +393,17 @@ Result<std::string> AgentClient::set_egress(const std::string& upstream, uint16_
   return proxy->is_null() ? std::string() : proxy->get<std::string>();
 }
 
+Status AgentClient::mount(const std::string& tag, const std::string& path,
+                          const std::string& mode) {
+  TRY(call({{"op", "mount"}, {"tag", tag}, {"path", path}, {"mode", mode}}));
+  return {};
+}
+
+Status AgentClient::umount(const std::string& path) {
+  TRY(call({{"op", "umount"}, {"path", path}}));
+  return {};
+}
+
 Status AgentClient::shutdown() {
   TRY(call({{"op", "shutdown"}}));
   fd_.reset();  // the agent waits for this close before it goes

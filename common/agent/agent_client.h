@@ -122,6 +122,11 @@ class AgentClient {
                                  const std::map<std::string, std::string>& env = {},
                                  const std::string& ca_pem = "");
 
+  // Mounts the host's share `tag` (virtio-fs) at `path` ("ro", "rw" or "rw-nodelete"), or
+  // unmounts the share at `path` (PROTOCOL.md, mount and umount).
+  Status mount(const std::string& tag, const std::string& path, const std::string& mode);
+  Status umount(const std::string& path);
+
   // Raw access for protocol tests: a request object (id and token added when absent), raw
   // bytes, and the next reply frame as JSON text.
   Status send_request(const nlohmann::json& req);

@@ -105,12 +105,20 @@ namespace {
 
 void add_common(std::vector<std::string>& argv, const VmPaths& paths, uint32_t cid, bool seccomp) {
   if (!seccomp) argv.push_back("--no-seccomp");
+  // The share devices, unbound, after every other device (the VMM puts them last, so a snapshot
+  // of a template keeps the slots of its other devices).
+  for (size_t i = 0; i < kShareSlots; ++i)
+    argv.insert(argv.end(), {"--fs", "tag=" + share_tag(i)});
   argv.insert(argv.end(), {"--vsock", "cid=" + std::to_string(cid) + ",uds=" + paths.vsock_uds,
                            "--api-sock", paths.api_sock, "--console",
                            "file:" + paths.console + ",max=" + std::to_string(kConsoleMaxBytes)});
 }
 
 }  // namespace
+
+std::string share_tag(size_t slot) {
+  return "carapace" + std::to_string(slot);
+}
 
 std::vector<std::string> boot_argv(const TemplateSpec& spec, const std::string& carapace_exe,
                                    const VmPaths& paths, uint32_t cid, const std::string& token,

@@ -85,6 +85,12 @@ class CidAllocator {
   std::atomic<uint32_t> next_;
 };
 
+// Every VM of a template has this many virtio-fs devices, unbound (no folder) in the template's
+// snapshot: a workspace mount binds one at hand-out (microvm_shares.cpp), as many as the daemon
+// allows mounts per sandbox. Their tags are share_tag(0..kShareSlots-1).
+inline constexpr size_t kShareSlots = 8;
+std::string share_tag(size_t slot);
+
 // `carapace run` for the template's boot VM; `token` goes on the kernel command line as
 // `carapace.token=` (the agent's first token; replaced in every instance by post_restore).
 // `seccomp` false adds --no-seccomp (the VMM then also needs CARAPACE_ALLOW_NO_SECCOMP=1).

@@ -39,11 +39,18 @@ CidAllocator& cids() {
   return allocator;
 }
 
-// Workspace mounts are not wired into this back end yet (virtio-fs): a sandbox that asks for one
-// is refused before anything is restored. The one place that says so.
-Status refuse_mounts(const InstanceOptions& opts) {
+// Workspace mounts take the share devices of the template's VMs (microvm_shares.cpp): at most
+// kShareSlots, and only with jailed VMMs (the folder is id-mapped into the VM's jail). Checked
+// before anything is restored or forked.
+Status check_mounts(const InstanceOptions& opts, bool jailed) {
   if (opts.mounts.empty()) return ok_status();
-  return as_invalid_input(make_error("mounts on the microvm back end: not wired yet"));
+  if (!jailed)
+    return as_invalid_input(make_error(
+        "mounts on the microvm back end need jailed VMMs (the daemon's config says jail: false)"));
+  if (opts.mounts.size() > kShareSlots)
+    return as_invalid_input(
+        make_error("at most " + std::to_string(kShareSlots) + " mounts on the microvm back end"));
+  return ok_status();
 }
 
 double ms_since(Clock::time_point t0) {
@@ -273,7 +280,7 @@ Result<std::unique_ptr<MicrovmInstance>> MicrovmTemplate::restore_paused(
 Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions& opts,
                                                            bool* from_pool) {
   if (from_pool) *from_pool = false;
-  TRY_STATUS(refuse_mounts(opts));
+  TRY_STATUS(check_mounts(opts, ctx_.jail));
   for (int tries = 0; tries < kMaxPooledTries; ++tries) {
     auto taken = pool_.take();
     if (!taken.ok()) return make_error("template is shutting down");
@@ -293,32 +300,48 @@ Result<std::unique_ptr<Instance>> MicrovmTemplate::acquire(const InstanceOptions
     }
     pool_.count_hit();
     if (from_pool) *from_pool = true;
+    // A mount that fails is the request's (a folder that cannot be id-mapped, a guest path the
+    // image refuses), not the pooled VM's: no other VM is tried. This one is destroyed with
+    // whatever it had bound.
+    TRY_STATUS(vm->bind_mounts(opts.mounts, ctx_.carapace_exe, ctx_.hand_out_timeout));
     return std::unique_ptr<Instance>(std::move(vm));
   }
   pool_.count_miss();
   auto vm = TRY(restore_paused(snapshot_dir_));
   TRY_STATUS(vm->hand_out(token_, hostname(*vm), ctx_.hand_out_timeout));
+  TRY_STATUS(vm->bind_mounts(opts.mounts, ctx_.carapace_exe, ctx_.hand_out_timeout));
   return std::unique_ptr<Instance>(std::move(vm));
 }
 
 Result<std::vector<std::unique_ptr<Instance>>> MicrovmTemplate::fork(Instance& parent,
                                                                      uint32_t count,
                                                                      const InstanceOptions& opts) {
-  TRY_STATUS(refuse_mounts(opts));
+  TRY_STATUS(check_mounts(opts, ctx_.jail));
   auto* p = dynamic_cast<MicrovmInstance*>(&parent);
   if (p == nullptr)
     return as_invalid_input(make_error("fork: the parent is not a microvm sandbox"));
   if (count == 0) return as_invalid_input(make_error("fork: count must be at least 1"));
   if (!p->alive()) return as_invalid_input(make_error("fork: the parent has ended"));
+  if (!p->mounts().empty() && p->paused())
+    return as_invalid_input(make_error(
+        "fork: a paused sandbox with mounts cannot be forked (its shares are unmounted for the "
+        "snapshot by its agent, which does not run while paused); resume it first"));
   const std::string forks = ctx_.dir + "/forks";
   if (::mkdir(forks.c_str(), 0700) != 0 && errno != EEXIST) return sys_error("fork: " + forks);
   const std::string dir = forks + "/" + std::to_string(next_fork_++);
+  // The parent's shares are unmounted for the snapshot (their FUSE sessions name host files no
+  // snapshot can carry) and mounted again right after it, taken or not.
+  TRY_STATUS(p->unmount_shares(ctx_.hand_out_timeout));
   // The parent writes the snapshot in its own folder and runs on afterwards (or stays paused);
   // on failure it is as it was. The folder then moves out of the parent's reach.
   const std::string out = p->paths().snapshot_out;
-  if (Status s = p->snapshot(out, /*resume_after=*/true); !s.ok()) {
+  Status snap = p->snapshot(out, /*resume_after=*/true);
+  if (Status again = p->remount_shares(ctx_.hand_out_timeout); !again.ok())
+    LOG_WARN("template %s: fork: the parent's shares did not mount again: %s",
+             ctx_.template_id.c_str(), again.error().describe().c_str());
+  if (!snap.ok()) {
     (void)remove_tree(out);
-    return s.take_error();
+    return snap.take_error();
   }
   if (Status s = adopt_snapshot_dir(out, dir, ctx_.jail); !s.ok()) {
     (void)remove_tree(out);
@@ -341,6 +364,8 @@ Result<std::vector<std::unique_ptr<Instance>>> MicrovmTemplate::fork(Instance& p
   for (auto& child : children) {
     auto& vm = static_cast<MicrovmInstance&>(*child);
     if (Status s = vm.hand_out(p->agent().token, hostname(vm), ctx_.hand_out_timeout); !s.ok())
+      return make_error("fork: child " + std::to_string(vm.cid()) + ": " + s.error().describe());
+    if (Status s = vm.bind_mounts(opts.mounts, ctx_.carapace_exe, ctx_.hand_out_timeout); !s.ok())
       return make_error("fork: child " + std::to_string(vm.cid()) + ": " + s.error().describe());
   }
   return children;

@@ -54,6 +54,19 @@ class MicrovmInstance : public Instance {
   }
   static constexpr uint32_t kEgressVsockPort = 1080;
 
+  // Workspace mounts (microvm_shares.cpp), after hand_out: each folder is id-mapped into the
+  // VM's jail (`carapace jail attach`, run as `carapace_exe`), bound to the share device of its
+  // slot over the control API and mounted by the agent at its guest path. Needs a jailed VMM.
+  // On failure the VM must not be handed out (what was bound stays bound to it alone).
+  Status bind_mounts(const std::vector<SandboxMount>& mounts, const std::string& carapace_exe,
+                     std::chrono::milliseconds timeout);
+  const std::vector<SandboxMount>& mounts() const { return mounts_; }
+  // Around a snapshot (a fork): the agent unmounts every share, which ends its FUSE session (a
+  // session names host files no snapshot can carry); a share still in use fails it, with the
+  // shares mounted again. remount_shares() mounts them again afterwards (the folders stay bound).
+  Status unmount_shares(std::chrono::milliseconds timeout);
+  Status remount_shares(std::chrono::milliseconds timeout);
+
   uint32_t cid() const { return cid_; }
   const VmPaths& paths() const { return paths_; }
   const std::optional<VmJail>& jail() const { return jail_; }
@@ -71,13 +84,20 @@ class MicrovmInstance : public Instance {
                                  const std::string& body, const std::string& what,
                                  std::chrono::milliseconds timeout = std::chrono::seconds(30));
   Status set_paused(bool pause, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // `carapace jail attach` of `m`'s folder onto `target` inside this VM's jail.
+  Status attach_folder(const SandboxMount& m, const std::string& target,
+                       const std::string& carapace_exe, std::chrono::milliseconds timeout);
+  // The agent's mount / umount of slot `slot`.
+  Status agent_mount(size_t slot, std::chrono::milliseconds timeout);
+  Result<AgentClient> agent_client(std::chrono::milliseconds timeout);
 
   VmmProcess process_;
   VmPaths paths_;
   uint32_t cid_;
   std::optional<VmJail> jail_;
   AgentEndpoint agent_;
-  bool paused_ = true;  // restored with --paused
+  bool paused_ = true;                // restored with --paused
+  std::vector<SandboxMount> mounts_;  // slot i is mounts_[i]
 };
 
 }  // namespace carapace::service
