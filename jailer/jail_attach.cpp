@@ -49,8 +49,8 @@ Result<AttachIdMap> parse_idmap(const std::string& v) {
   return m;
 }
 
-Status write_file(const std::string& path, const std::string& text) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+Status write_file(int dirfd, const std::string& path, const std::string& text) {
+  UniqueFd fd(::openat(dirfd, path.c_str(), O_WRONLY | O_CLOEXEC));
   if (!fd.valid()) return sys_error("open " + path);
   if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
     return sys_error("write " + path);
@@ -60,7 +60,8 @@ Status write_file(const std::string& path, const std::string& text) {
 // A user namespace whose only mapping is `map` (FROM inside, TO outside), as the id mapping of a
 // mount (mount_setattr MOUNT_ATTR_IDMAP): on-disk FROM shows as TO, and TO writes FROM. It is
 // made by a child that unshares and waits; its namespace is kept by the descriptor alone.
-Result<UniqueFd> idmap_userns(const AttachIdMap& map) {
+// `proc` is the host's /proc (the jail's shows only the jail's own processes).
+Result<UniqueFd> idmap_userns(const AttachIdMap& map, int proc) {
   int ready[2], hold[2];
   if (::pipe2(ready, O_CLOEXEC) != 0) return sys_error("pipe");
   UniqueFd ready_r(ready[0]), ready_w(ready[1]);
@@ -72,7 +73,8 @@ Result<UniqueFd> idmap_userns(const AttachIdMap& map) {
     // Only the read end of `hold` may stay, or its EOF never comes.
     ::close(hold_w.get());
     ::close(ready_r.get());
-    char c = ::unshare(CLONE_NEWUSER) == 0 ? 'k' : 'e';
+    // 0 when the namespace is made, else the errno (all fit a byte).
+    unsigned char c = ::unshare(CLONE_NEWUSER) == 0 ? 0 : static_cast<unsigned char>(errno);
     (void)::write(ready_w.get(), &c, 1);
     (void)::read(hold_r.get(), &c, 1);  // until the parent closes its end
     _exit(0);
@@ -85,21 +87,25 @@ Result<UniqueFd> idmap_userns(const AttachIdMap& map) {
     while (::waitpid(child, &st, 0) < 0 && errno == EINTR) {
     }
   };
-  char c = 0;
-  if (::read(ready_r.get(), &c, 1) != 1 || c != 'k') {
+  unsigned char c = 0;
+  if (::read(ready_r.get(), &c, 1) != 1) {
     reap();
-    return make_error("unshare(CLONE_NEWUSER) failed in the id-map child");
+    return make_error("the id-map child ended early");
   }
-  const std::string proc = "/proc/" + std::to_string(child);
-  Status s = write_file(proc + "/uid_map",
+  if (c != 0) {
+    reap();
+    return sys_error("unshare(CLONE_NEWUSER) for the id mapping", c);
+  }
+  const std::string pid = std::to_string(child);
+  Status s = write_file(proc, pid + "/uid_map",
                         std::to_string(map.from_uid) + " " + std::to_string(map.to_uid) + " 1\n");
   if (s.ok())
-    s = write_file(proc + "/gid_map",
+    s = write_file(proc, pid + "/gid_map",
                    std::to_string(map.from_gid) + " " + std::to_string(map.to_gid) + " 1\n");
   UniqueFd ns;
   if (s.ok()) {
-    ns = UniqueFd(::open((proc + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
-    if (!ns.valid()) s = sys_error("open " + proc + "/ns/user");
+    ns = UniqueFd(::openat(proc, (pid + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns.valid()) s = sys_error("open /proc/" + pid + "/ns/user");
   }
   reap();
   TRY_STATUS(s);
@@ -164,12 +170,19 @@ Status run_attach(const AttachConfig& cfg) {
   if (tree_fd < 0) return sys_error("open_tree of the source");
   UniqueFd tree(static_cast<int>(tree_fd));
 
+  // Into the jail's namespace before the id-map's user namespace is made: unshare(CLONE_NEWUSER)
+  // is refused to a chrooted caller (a daemon started in a chroot), and after setns our root is
+  // the jail's own mount namespace root. The detached copy above came from the caller's.
+  UniqueFd proc(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!proc.valid()) return sys_error("open /proc");
+  if (::setns(mnt_ns.get(), CLONE_NEWNS) != 0) return sys_error("setns into the jail");
+
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (cfg.read_only ? MOUNT_ATTR_RDONLY : 0);
   attr.propagation = MS_PRIVATE;
   UniqueFd userns;
   if (cfg.idmap) {
-    userns = TRY(idmap_userns(*cfg.idmap));
+    userns = TRY(idmap_userns(*cfg.idmap, proc.get()));
     attr.attr_set |= MOUNT_ATTR_IDMAP;
     attr.userns_fd = static_cast<uint64_t>(userns.get());
   }
@@ -180,7 +193,6 @@ Status run_attach(const AttachConfig& cfg) {
                      err);
   }
 
-  if (::setns(mnt_ns.get(), CLONE_NEWNS) != 0) return sys_error("setns into the jail");
   // The target is reached from the jail's root without following any symlink: the jailed
   // process owns the folder it sits in and could have swapped a name for a link.
   open_how how{};

@@ -248,7 +248,9 @@ Status place_fd(int fd, int target) {
 
 // PID 2: the agent. Listening socket on fd 4, token on fd 3 (a pipe), the rw-nodelete ruleset
 // (-1: none) applied, workload filter on, fresh environment.
-[[noreturn]] void exec_agent(int listen_fd, int token_fd, int err_fd, int ruleset) {
+// `mount_points`: the workspace mounts' guest paths, which the agent's file requests may enter.
+[[noreturn]] void exec_agent(int listen_fd, int token_fd, int err_fd, int ruleset,
+                             const std::vector<std::string>& mount_points) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   sigset_t none;
   sigemptyset(&none);
@@ -268,6 +270,8 @@ Status place_fd(int fd, int target) {
   if (s.ok()) {
     std::vector<const char*> argv = {"carapace-agent", "--listen", "fd:4", "--root", "/work"};
     if (token_fd >= 0) argv.insert(argv.end(), {"--token-fd", "3"});
+    for (const std::string& m : mount_points)
+      argv.insert(argv.end(), {"--mount-point", m.c_str()});
     argv.push_back(nullptr);
     const char* envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/work",
                           "LANG=C.UTF-8", nullptr};
@@ -312,9 +316,14 @@ Result<pid_t> start_agent(const ProcessChildPlan& plan, int listen_fd, int rules
   int err_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) return sys_error("pipe");
   UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
+  std::vector<std::string> mount_points;
+  if (plan.shares)
+    for (const PreparedShare& share : *plan.shares)
+      mount_points.push_back(share.spec.guest);
   pid_t pid = ::fork();
   if (pid < 0) return sys_error("fork agent");
-  if (pid == 0) exec_agent(listen_fd, token_r.valid() ? token_r.get() : -1, err_w.get(), ruleset);
+  if (pid == 0)
+    exec_agent(listen_fd, token_r.valid() ? token_r.get() : -1, err_w.get(), ruleset, mount_points);
   err_w.reset();
   token_r.reset();
   const std::string err = read_until_eof(err_r.get());

@@ -96,6 +96,13 @@ Result<UniqueFd> inherited_listener(int fd) {
 int run(AgentOptions opts, bool pid1, const std::string& selftest) {
   auto root = SandboxRoot::open(opts.root);
   if (!root.ok()) fatal(pid1, root.error());
+  // Mounts made before the agent started; one outside the root is out of file requests' reach
+  // anyway (exec still sees it).
+  for (const std::string& point : opts.mount_points)
+    if (root->relative(point).ok()) {
+      Status s = root->add_mount(point);
+      if (!s.ok()) fatal(pid1, s.error());
+    }
   auto children = ChildRegistry::start();
   if (!children.ok()) fatal(pid1, children.error());
   AgentContext ctx(opts, pid1, std::move(*root), std::move(*children));

@@ -11,7 +11,8 @@ const char kAgentUsage[] =
     "usage: carapace-agent [--listen vsock[:PORT] | --listen unix:PATH | --listen fd:N] [--token "
     "HEX | --token-fd "
     "N]\n"
-    "                      [--root DIR] [--max-file-bytes N] [--max-connections N]\n"
+    "                      [--root DIR] [--mount-point PATH]... [--max-file-bytes N]\n"
+    "                      [--max-connections N]\n"
     "As PID 1 of a guest it sets up the root file system first and reads carapace.token= and\n"
     "carapace.selftest= from the kernel command line (see guest/agent/README.md).\n";
 
@@ -87,6 +88,11 @@ Result<AgentOptions> parse_agent_args(const std::vector<std::string>& args) {
         } else if (a == "--root") {
           if (v.empty() || v.front() != '/') return flag_error("--root: expected an absolute path");
           o.root = v;
+        } else if (a == "--mount-point") {
+          if (v.empty() || v.front() != '/')
+            return flag_error("--mount-point: expected an absolute path");
+          if (o.mount_points.size() >= 64) return flag_error("--mount-point: at most 64");
+          o.mount_points.push_back(v);
         } else if (a == "--max-file-bytes") {
           o.max_file_bytes = TRY(parse_number(a, v, uint64_t{1} << 40));
         } else if (a == "--max-connections") {

@@ -26,14 +26,16 @@ struct AgentOptions {
   int token_fd = -1;
   // The sandbox root: file operations and exec working directories are confined to it.
   std::string root = "/work";
+  // --mount-point PATH (repeatable): folders mounted inside the root before the agent started
+  // (the process back end's workspace mounts), which file requests may enter (sandbox_root.h).
+  std::vector<std::string> mount_points;
   uint64_t max_file_bytes = kDefaultMaxFileBytes;
   int max_connections = kDefaultMaxConnections;
   bool help = false;
 };
 
-// --listen vsock[:PORT] | unix:PATH | fd:N, --token HEX, --token-fd N, --root DIR, --max-file-bytes
-// N,
-// --max-connections N, --help.
+// --listen vsock[:PORT] | unix:PATH | fd:N, --token HEX, --token-fd N, --root DIR,
+// --mount-point PATH, --max-file-bytes N, --max-connections N, --help.
 Result<AgentOptions> parse_agent_args(const std::vector<std::string>& args);
 
 // carapace.token=HEX and carapace.selftest=NAME from /proc/cmdline. A malformed value is left

@@ -316,6 +316,30 @@ TEST_F(ProcessMountsTest, NodeleteBeneathWorkFreezesWorksOwnEntries) {
   (*tpl)->shutdown();
 }
 
+// The files API enters a share beneath /work (the agent resolves paths beneath the mount's own
+// root, with the same confinement), and nothing else: `..` out of it is still refused.
+TEST_F(ProcessMountsTest, TheFilesApiReachesIntoAShareBeneathWork) {
+  spec_.pool_size = 0;
+  const std::string share = make_share("files");
+  auto tpl = create_process_backend(spec_, ctx_);
+  ASSERT_TRUE(tpl.ok()) << tpl.error().describe();
+  auto sb = acquire({{share, "/work/data", MountMode::kRw}}, **tpl);
+  ASSERT_TRUE(sb.ok()) << sb.error().describe();
+  auto c = (*sb)->agent().connect();
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  ASSERT_TRUE(c->put_file("data/sub/up.txt", "from the files API\n", 0644, true).ok());
+  std::ifstream in(share + "/sub/up.txt");
+  std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(got, "from the files API\n");
+  auto read = c->get_file("/work/data/existing.txt");
+  ASSERT_TRUE(read.ok()) << read.error().describe();
+  EXPECT_EQ(*read, "keep existing.txt\n");
+  EXPECT_FALSE(c->get_file("data/../data/existing.txt").ok());
+  EXPECT_FALSE(c->get_file("data/escape-abs").ok());  // a link in the share is not followed
+  sb->reset();
+  (*tpl)->shutdown();
+}
+
 // A file system that cannot be idmapped (ramfs) fails the create with one clear line, as bad
 // input; nothing is mounted in its place.
 TEST_F(ProcessMountsTest, SecurityCheck65_IdmapRefusedFailsTheCreate) {
