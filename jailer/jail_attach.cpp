@@ -162,6 +162,11 @@ Status run_attach(const AttachConfig& cfg) {
       ::open(("/proc/" + std::to_string(cfg.pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
   if (!mnt_ns.valid())
     return sys_error("open the mount namespace of pid " + std::to_string(cfg.pid));
+  // Its root: targets are resolved beneath it. The namespace's own root need not be the jail's
+  // (a jail made by a chrooted caller pivots below it), the process's root is.
+  UniqueFd jail_root(::open(("/proc/" + std::to_string(cfg.pid) + "/root").c_str(),
+                            O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!jail_root.valid()) return sys_error("open the root of pid " + std::to_string(cfg.pid));
 
   // A detached copy of the folder's mount, this folder only (no submounts: the file server
   // refuses to cross mounts anyway).
@@ -197,8 +202,8 @@ Status run_attach(const AttachConfig& cfg) {
   // process owns the folder it sits in and could have swapped a name for a link.
   open_how how{};
   how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  long target_fd = ::syscall(SYS_openat2, AT_FDCWD, cfg.target.c_str(), &how, sizeof how);
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long target_fd = ::syscall(SYS_openat2, jail_root.get(), cfg.target.c_str(), &how, sizeof how);
   if (target_fd < 0) return sys_error("open the target " + cfg.target + " in the jail");
   UniqueFd target(static_cast<int>(target_fd));
   if (::syscall(SYS_move_mount, tree.get(), "", target.get(), "",

@@ -56,11 +56,16 @@ Status MicrovmInstance::attach_folder(const SandboxMount& m, const std::string& 
   const std::string log = paths_.dir + ".attach.log";
   auto proc = TRY(VmmProcess::spawn(argv, log, {m.dir->get()}));
   const bool ended = proc.wait_exit(static_cast<int>(timeout.count()));
+  // describe_exit() speaks of VMM statuses ("vmm exited with status 0 (guest reset)").
   const std::string how = ended ? proc.describe_exit() : "did not finish in time";
+  const std::string ok_prefix = "vmm exited with status 0";
+  const bool succeeded = ended && how.compare(0, ok_prefix.size(), ok_prefix) == 0 &&
+                         (how.size() == ok_prefix.size() || how[ok_prefix.size()] == ' ');
   const std::string said = file_tail(log);
   ::unlink(log.c_str());
-  if (!ended || how != "vmm exited with status 0")
-    return make_error("attaching " + m.host_path + ": " + (ended ? said : how));
+  if (!succeeded)
+    return make_error("attaching " + m.host_path + ": carapace jail attach " +
+                      (ended ? how.substr(how.find(' ') + 1) : how) + ": " + said);
   return {};
 }
 

@@ -147,7 +147,9 @@ FsStatus FileServer::op_setattr(Req& r) {
       ts[1].tv_sec = static_cast<time_t>(in.mtime);
       ts[1].tv_nsec = (in.valid & FATTR_MTIME_NOW) != 0 ? UTIME_NOW : in.mtimensec % 1000000000;
     }
-    if (is_link) return fs_error(EOPNOTSUPP);
+    // Through the inode's own fd: /proc/self/fd/N of a symlink's O_PATH fd is the link itself
+    // (the magic link jumps to it and is not followed again), so a symlink's times change and
+    // its target's never do (`cp -a` and `tar` set both).
     if (::utimensat(proc_fd_.get(), self.c_str(), ts, 0) < 0) return last_errno();
   }
   const struct stat after = TRY(stat_fd(n->fd.get()));

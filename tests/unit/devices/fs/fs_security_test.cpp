@@ -54,7 +54,17 @@ TEST_F(FsEscapeTest, SecurityCheck56_PlantedSymlinksAreNeverFollowed) {
     sa.valid = FATTR_MODE;
     sa.mode = 0777;
     EXPECT_EQ(call(FUSE_SETATTR, e.nodeid, Args().add(sa)).err(), EOPNOTSUPP) << name;
+    // Times are the link's own (cp -a, tar): set on the link, never on what it names.
+    sa.valid = FATTR_MTIME;
+    sa.mtime = 1000000;
+    EXPECT_EQ(call(FUSE_SETATTR, e.nodeid, Args().add(sa)).err(), 0) << name;
+    struct stat link {};
+    ASSERT_EQ(::lstat(path(name).c_str(), &link), 0);
+    EXPECT_EQ(link.st_mtime, 1000000) << name;
   }
+  struct stat target {};
+  ASSERT_EQ(::stat((root_ + "/secret").c_str(), &target), 0);
+  EXPECT_NE(target.st_mtime, 1000000);
   // A link made from the link: the link itself is linked, never its target.
   fuse_link_in ln{};
   ln.oldnodeid = node("abs");
