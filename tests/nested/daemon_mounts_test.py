@@ -13,7 +13,9 @@ mounts it). Inside, with the real kernel's virtiofs driver:
   - every write to the ro share refused, and on rw-nodelete unlink, truncation and rename over an
     existing file refused while creating and appending work;
   - a symlink the host planted in the share resolves in the guest's own tree, never the host's;
-  - the files API reaching into a share.
+  - the files API reaching into a share;
+  - a fork: refused (409) while a process uses a share; else the child gets the shares read-only
+    and the parent has them back, writable.
 On the host: the bytes are there, owned by the folders' owner; what was refused left nothing; no
 mount ever appeared in the host's mount table; after destroy nothing of the VM is left. Bad mount
 requests are 400 and create nothing.
@@ -175,8 +177,10 @@ class DaemonMounts(unittest.TestCase):
             self.assertEqual(f.read(), "some data\n")
         # A host symlink in the share is the guest's to resolve: the guest's /etc/hostname.
         r = sh("cat /work/src/proj/hostname-link")
-        guest_hostname = sh("hostname").stdout
-        self.assertEqual(r.stdout, guest_hostname)
+        self.assertEqual(r.stdout, sh("cat /etc/hostname").stdout)
+        with open("/etc/hostname") as f:
+            if f.read() != r.stdout:
+                say("the link read the guest's /etc/hostname, not the host's")
 
         # rw-nodelete: create and append work; unlink, truncation, rename over refused.
         timed("docgen into rw-nodelete", lambda: sh(
@@ -200,6 +204,27 @@ class DaemonMounts(unittest.TestCase):
         with open(os.path.join(self.rw, "from-api.txt")) as f:
             self.assertEqual(f.read(), "via the files API\n")
         self.assertEqual(sb.files.read("/work/src/proj/pkg/data.txt"), b"some data\n")
+
+        # Fork: the parent's shares are unmounted for the snapshot and mounted again after it.
+        # A share in use (a process's working directory) cannot be: 409, the parent unchanged.
+        sh("cd /work/rw && (sleep 600 >/dev/null 2>&1 </dev/null & echo $! > /tmp/holder)")
+        with self.assertRaises(cc.Conflict):
+            sb.fork(1, mounts="inherit")
+        sh("kill $(cat /tmp/holder)")
+        sh("echo still > /work/rw/after-refused-fork")
+        kids = timed("fork with inherited mounts (made ro)", lambda: sb.fork(1, mounts="inherit"))
+        self.assertEqual(len(kids), 1)
+        kid = kids[0]
+        self.assertEqual([m["mode"] for m in kid.mounts], ["ro", "ro", "ro"], kid.info)
+        r = kid.exec("cat /work/rw/proj/pkg/data.txt && touch /work/rw/kid", timeout=EXEC_S)
+        self.assertEqual(r.stdout, "some data\n")
+        self.assertIn("Read-only file system", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.rw, "kid")))
+        # The parent has its shares back, writable as before.
+        sh("echo parent-after-fork > /work/rw/parent-after-fork && ls /work/out/report.pdf")
+        with open(os.path.join(self.rw, "parent-after-fork")) as f:
+            self.assertEqual(f.read(), "parent-after-fork\n")
+        timed("DELETE the fork child", kid.kill)
 
         # The host's mount table never saw any of it; destroy leaves the folders' contents.
         self.assertEqual(host_mounts_naming(self.ws), [])

@@ -12,6 +12,19 @@
 
 namespace carapace::fs {
 
+namespace {
+// Read while the process starts, before any thread installs a seccomp filter.
+const uid_t kProcessUid = ::geteuid();
+const gid_t kProcessGid = ::getegid();
+}  // namespace
+
+uid_t FileServer::process_uid() {
+  return kProcessUid;
+}
+gid_t FileServer::process_gid() {
+  return kProcessGid;
+}
+
 Result<std::unique_ptr<FileServer>> FileServer::create(const FsDeviceConfig& config) {
   if (config.shared_dir.empty()) return as_invalid_input(make_error("virtio-fs: no shared folder"));
   const int root = ::open(config.shared_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

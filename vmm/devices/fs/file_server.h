@@ -67,8 +67,12 @@ class FileServer {
   FileServer(const FsDeviceConfig& config, UniqueFd proc_fd)
       : config_(config),
         proc_fd_(std::move(proc_fd)),
+        host_uid_(process_uid()),
+        host_gid_(process_gid()),
         inodes_(config.max_inodes),
         handles_(config.max_handles) {}
+  static uid_t process_uid();
+  static gid_t process_gid();
 
   FsStatus dispatch(Req& r);
   FsStatus check_mode(const fuse_in_header& in) const;
@@ -124,6 +128,14 @@ class FileServer {
 
   FsDeviceConfig config_;
   UniqueFd proc_fd_;  // /proc/self/fd (host_fs.h: reopen)
+  // The VMM's own ids: what the share's owner is seen as through the jail's id-mapped mount.
+  // The guest sees them as its root (uid/gid 0, who runs the agent's commands), so the files it
+  // owns on the host are its own inside (git, ssh and friends check ownership).
+  // Read once at start-up (file_server.cpp), before any thread's seccomp filter is in place.
+  uid_t host_uid_;
+  gid_t host_gid_;
+  uint32_t guest_uid(uid_t host) const { return host == host_uid_ ? 0 : host; }
+  uint32_t guest_gid(gid_t host) const { return host == host_gid_ ? 0 : host; }
   InodeTable inodes_;
   HandleTable handles_;
   FsCounters counters_;

@@ -53,8 +53,8 @@ void FileServer::fill_attr(const struct stat& st, fuse_attr& a) const {
   a.ctimensec = static_cast<uint32_t>(st.st_ctim.tv_nsec);
   a.mode = st.st_mode;
   a.nlink = static_cast<uint32_t>(st.st_nlink);
-  a.uid = st.st_uid;
-  a.gid = st.st_gid;
+  a.uid = guest_uid(st.st_uid);
+  a.gid = guest_gid(st.st_gid);
   a.rdev = 0;  // never a device
   a.blksize = static_cast<uint32_t>(st.st_blksize);
 }
@@ -115,8 +115,8 @@ FsStatus FileServer::op_setattr(Req& r) {
   }
   if ((in.valid & (FATTR_UID | FATTR_GID)) != 0) {
     // Ownership stays the host's: a change to anything but the current owner is refused.
-    const bool uid_same = (in.valid & FATTR_UID) == 0 || in.uid == before.st_uid;
-    const bool gid_same = (in.valid & FATTR_GID) == 0 || in.gid == before.st_gid;
+    const bool uid_same = (in.valid & FATTR_UID) == 0 || in.uid == guest_uid(before.st_uid);
+    const bool gid_same = (in.valid & FATTR_GID) == 0 || in.gid == guest_gid(before.st_gid);
     if (!uid_same || !gid_same) return fs_error(EPERM);
   }
   if ((in.valid & FATTR_SIZE) != 0) {
