@@ -71,8 +71,8 @@ class JailAttachTest : public ::testing::Test {
   // no other programs: commands are busybox applets, named with "$B".
   ProcessResult inside(const std::string& cmd) {
     const std::string ids = std::to_string(kJailUid);
-    return run_process({"/usr/bin/nsenter", "-t", std::to_string(inner_), "-m", "-S", ids, "-G", ids,
-                        vm_ + "/busybox", "sh", "-c", "B=" + vm_ + "/busybox; " + cmd});
+    return run_process({"/usr/bin/nsenter", "-t", std::to_string(inner_), "-m", "-S", ids, "-G",
+                        ids, vm_ + "/busybox", "sh", "-c", "B=" + vm_ + "/busybox; " + cmd});
   }
 
   std::string base_, vm_, share_;

@@ -14,6 +14,7 @@ mounts it). Inside, with the real kernel's virtiofs driver:
     existing file refused while creating and appending work;
   - a symlink the host planted in the share resolves in the guest's own tree, never the host's;
   - the files API reaching into a share;
+  - the mode matrix (15 operations x ro / rw / rw-nodelete, each errno) in a second sandbox;
   - a fork: refused (409) while a process uses a share; else the child gets the shares read-only
     and the parent has them back, writable.
 On the host: the bytes are there, owned by the folders' owner; what was refused left nothing; no
@@ -24,6 +25,7 @@ Environment: CARAPACE_EXE, CARAPACE_KERNEL, CARAPACE_ROOTFS (tests/nested/CMakeL
 CARAPACE_E2E_DAEMON_CONFIG and CARAPACE_E2E_TIMEOUT_SCALE as in tests/service/daemon_harness.py.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -44,6 +46,66 @@ OWNER = 1000  # the folders' owner: neither root nor any VM's uid
 
 SPEC = ('{"title": "Straight into the share", "blocks": ['
         '{"type": "paragraph", "text": "docgen wrote this into a rw-nodelete share."}]}')
+
+
+# Each operation on a share (argv[1]), printed as {"op": "ok" | "EROFS" | ...}: the same
+# operations as the process back end's matrix (tests/service/process_mounts_test.cpp).
+MATRIX = r"""
+import errno, json, os, sys
+d = sys.argv[1]
+def p(n): return os.path.join(d, n)
+def write_at_start():
+    fd = os.open(p("existing.txt"), os.O_WRONLY); os.write(fd, b"H"); os.close(fd)
+def append():
+    fd = os.open(p("existing.txt"), os.O_WRONLY | os.O_APPEND); os.write(fd, b"+\n"); os.close(fd)
+def create():
+    fd = os.open(p("new.txt"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(fd, b"new\n"); os.close(fd)
+def open_trunc():
+    os.close(os.open(p("otrunc.txt"), os.O_WRONLY | os.O_TRUNC))
+ops = {
+    "create": create,
+    "write": write_at_start,
+    "append": append,
+    "truncate": lambda: os.truncate(p("trunc.txt"), 0),
+    "open_trunc": open_trunc,
+    "unlink": lambda: os.unlink(p("victim.txt")),
+    "rmdir": lambda: os.rmdir(p("emptydir")),
+    "mkdir": lambda: os.mkdir(p("newdir")),
+    "rename": lambda: os.rename(p("renameme.txt"), p("renamed.txt")),
+    "rename_over": lambda: os.rename(p("src.txt"), p("target.txt")),
+    "rename_out": lambda: os.rename(p("outme.txt"), "/tmp/outme.txt"),
+    "link": lambda: os.link(p("existing.txt"), p("hardlink.txt")),
+    "symlink": lambda: os.symlink("existing.txt", p("symlink.txt")),
+    "chmod": lambda: os.chmod(p("chmod.txt"), 0o600),
+    "setxattr": lambda: os.setxattr(p("xattr.txt"), "user.carapace", b"1"),
+}
+out = {}
+for name, op in ops.items():
+    try:
+        op(); out[name] = "ok"
+    except OSError as e:
+        out[name] = errno.errorcode.get(e.errno, str(e.errno))
+st = os.stat(d)
+out["owner_inside"] = "%d:%d" % (st.st_uid, st.st_gid)
+print(json.dumps(out))
+"""
+MATRIX_FILES = ("existing.txt", "trunc.txt", "otrunc.txt", "victim.txt", "renameme.txt", "src.txt",
+                "target.txt", "outme.txt", "chmod.txt", "xattr.txt")
+# What the microvm back end answers (virtio-fs: the guest's ro mount, the host's file server):
+# (op, ro, rw, rw-nodelete). User xattrs are not served; rw-nodelete refuses destruction with
+# EPERM, allows a rename to a new name, and writes over existing bytes only through the handle
+# that created the file (vmm/devices/fs/README.md).
+EXPECTED = [
+    ("create", "EROFS", "ok", "ok"), ("write", "EROFS", "ok", "EPERM"),
+    ("append", "EROFS", "ok", "ok"), ("truncate", "EROFS", "ok", "EPERM"),
+    ("open_trunc", "EROFS", "ok", "EPERM"), ("unlink", "EROFS", "ok", "EPERM"),
+    ("rmdir", "EROFS", "ok", "EPERM"), ("mkdir", "EROFS", "ok", "ok"),
+    ("rename", "EROFS", "ok", "ok"), ("rename_over", "EROFS", "ok", "EPERM"),
+    ("rename_out", "EXDEV", "EXDEV", "EXDEV"), ("link", "EROFS", "ok", "ok"),
+    ("symlink", "EROFS", "ok", "ok"), ("chmod", "EROFS", "ok", "ok"),
+    ("setxattr", "EROFS", "EOPNOTSUPP", "EOPNOTSUPP"),
+]
 
 
 def say(msg):
@@ -93,6 +155,12 @@ class DaemonMounts(unittest.TestCase):
         os.symlink("/etc/hostname", os.path.join(self.src, "proj", "hostname-link"))
         os.makedirs(self.rw)
         os.makedirs(self.out)
+        for mode in ("ro", "rw", "rw-nodelete"):
+            d = os.path.join(ws, "m-" + mode)
+            os.makedirs(os.path.join(d, "emptydir"))
+            for name in MATRIX_FILES:
+                with open(os.path.join(d, name), "w") as f:
+                    f.write(f"keep {name}\n")
         with open(os.path.join(self.out, "keep.txt"), "w") as f:
             f.write("keep me\n")
         chown_tree(ws, OWNER)
@@ -225,6 +293,42 @@ class DaemonMounts(unittest.TestCase):
         with open(os.path.join(self.rw, "parent-after-fork")) as f:
             self.assertEqual(f.read(), "parent-after-fork\n")
         timed("DELETE the fork child", kid.kill)
+
+        # The mode matrix, in a sandbox of its own from the refilled pool.
+        mx = timed("POST /sandboxes with the matrix's 3 mounts", lambda: cc.Sandbox(c.json(
+            "POST", "/sandboxes", {"template": tpl.id, "timeout_s": 1800, "mounts": [
+                {"host_path": os.path.join(self.ws, "m-" + m), "guest_path": "/work/m-" + m,
+                 "mode": m} for m in ("ro", "rw", "rw-nodelete")]}), c))
+        mx.files.write("matrix.py", MATRIX)
+        got = {}
+        for m in ("ro", "rw", "rw-nodelete"):
+            r = mx.exec(["python3", "/work/matrix.py", "/work/m-" + m], timeout=EXEC_S)
+            self.assertEqual(r.exit_code, 0, r.stderr)
+            got[m] = json.loads(r.stdout)
+            self.assertEqual(got[m]["owner_inside"], "0:0", m)
+        for op, *want in EXPECTED:
+            self.assertEqual([got[m][op] for m in ("ro", "rw", "rw-nodelete")], want, op)
+        say("mode matrix: " + ", ".join(f"{op} {'/'.join(w)}" for op, *w in EXPECTED))
+
+        def host(mode, name):
+            path = os.path.join(self.ws, "m-" + mode, name)
+            if not os.path.lexists(path):
+                return None
+            with open(path) as f:
+                return f.read()
+        for name in MATRIX_FILES:  # ro: every byte as it was
+            self.assertEqual(host("ro", name), f"keep {name}\n", name)
+        self.assertIsNone(host("ro", "new.txt"))
+        self.assertEqual(host("rw-nodelete", "existing.txt"), "keep existing.txt\n+\n")
+        for name in ("trunc.txt", "otrunc.txt", "victim.txt", "src.txt", "target.txt"):
+            self.assertEqual(host("rw-nodelete", name), f"keep {name}\n", name)
+        self.assertEqual(host("rw-nodelete", "renamed.txt"), "keep renameme.txt\n")
+        self.assertEqual(host("rw", "existing.txt"), "Heep existing.txt\n+\n")
+        self.assertIsNone(host("rw", "victim.txt"))
+        self.assertEqual(host("rw", "target.txt"), "keep src.txt\n")
+        st = os.stat(os.path.join(self.ws, "m-rw", "new.txt"))
+        self.assertEqual((st.st_uid, st.st_gid), (os.stat(self.ws).st_uid, os.stat(self.ws).st_gid))
+        timed("DELETE the matrix sandbox", mx.kill)
 
         # The host's mount table never saw any of it; destroy leaves the folders' contents.
         self.assertEqual(host_mounts_naming(self.ws), [])
