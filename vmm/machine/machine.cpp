@@ -257,11 +257,12 @@ Status Machine::create_devices(const MachineConfig& config) {
       !dev.drives.empty() || !dev.nets.empty() || dev.vsock || dev.rng || !dev.filesystems.empty();
   if (config.console.input || any_virtio) event_loop_ = TRY(EventLoop::create());
   if (any_virtio) {
+    // One thread serves every share of the VM (they are all the same guest's): a VM with
+    // shares pays one thread start and one filter install, not one per share.
     std::vector<EventLoop*> fs_loops;
-    for (size_t i = 0; i < dev.filesystems.size(); ++i) {
-      fs_loops_.push_back(TRY(EventLoop::create()));
+    if (!dev.filesystems.empty()) fs_loops_.push_back(TRY(EventLoop::create()));
+    for (size_t i = 0; i < dev.filesystems.size(); ++i)
       fs_loops.push_back(fs_loops_.back().get());
-    }
     virtio_ = std::make_unique<VirtioDeviceSet>(vm_, mem_, mmio_bus_, *event_loop_);
     TRY_STATUS(virtio_->add_configured(dev, fs_loops));
   }

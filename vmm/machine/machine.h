@@ -107,7 +107,8 @@ class Machine {
   // Declared before the buses: the MMIO bus holds the last references to the virtio transports,
   // whose destructors (and the devices', e.g. vsock's listener) remove their fds from the loop.
   std::unique_ptr<EventLoop> event_loop_;
-  // One per virtio-fs device, in `--fs` order: its queues are served there (virtio_devices.h).
+  // The virtio-fs devices' loop (one for all of them, none without): their queues are served
+  // there (virtio_devices.h).
   std::vector<std::unique_ptr<EventLoop>> fs_loops_;
   IoBus pio_bus_;
   IoBus mmio_bus_;
