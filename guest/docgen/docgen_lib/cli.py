@@ -102,8 +102,15 @@ def main(argv=None):
     signal.signal(signal.SIGHUP, _on_signal)
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix="." + os.path.basename(out) + ".",
-                                   suffix=".tmp")
+        # The stop signals wait while the temporary file is made and named: one that came between
+        # mkstemp's create and the assignment would leave a file `finally` does not know of.
+        stops = {signal.SIGTERM, signal.SIGHUP}
+        signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+        try:
+            fd, tmp = tempfile.mkstemp(dir=out_dir, prefix="." + os.path.basename(out) + ".",
+                                       suffix=".tmp")
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         os.close(fd)
         _writer(fmt)(spec, tmp)
         umask = os.umask(0)
