@@ -112,6 +112,43 @@ Result<UniqueFd> idmap_userns(const AttachIdMap& map, int proc) {
   return ns;
 }
 
+// In the jail's mount namespace: the id mapping, the attributes, the move onto the target.
+Status attach_inside(const AttachConfig& cfg, int mnt_ns, int jail_root, int tree, int proc) {
+  // Into the jail's namespace before the id-map's user namespace is made: unshare(CLONE_NEWUSER)
+  // is refused to a chrooted caller (a daemon started in a chroot), and after setns our root is
+  // the jail's own mount namespace root. The detached copy of the folder came from the caller's.
+  if (::setns(mnt_ns, CLONE_NEWNS) != 0) return sys_error("setns into the jail");
+
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (cfg.read_only ? MOUNT_ATTR_RDONLY : 0);
+  attr.propagation = MS_PRIVATE;
+  UniqueFd userns;
+  if (cfg.idmap) {
+    userns = TRY(idmap_userns(*cfg.idmap, proc));
+    attr.attr_set |= MOUNT_ATTR_IDMAP;
+    attr.userns_fd = static_cast<uint64_t>(userns.get());
+  }
+  if (::syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
+    const int err = errno;
+    return sys_error(cfg.idmap ? "mount_setattr (id-mapped: the file system may not support it)"
+                               : "mount_setattr",
+                     err);
+  }
+
+  // The target is reached from the jail's root without following any symlink: the jailed
+  // process owns the folder it sits in and could have swapped a name for a link.
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long target_fd = ::syscall(SYS_openat2, jail_root, cfg.target.c_str(), &how, sizeof how);
+  if (target_fd < 0) return sys_error("open the target " + cfg.target + " in the jail");
+  UniqueFd target(static_cast<int>(target_fd));
+  if (::syscall(SYS_move_mount, tree, "", target.get(), "",
+                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
+    return sys_error("move_mount onto " + cfg.target);
+  return {};
+}
+
 }  // namespace
 
 Result<AttachConfig> parse_attach_args(const std::vector<std::string>& args) {
@@ -175,41 +212,33 @@ Status run_attach(const AttachConfig& cfg) {
   if (tree_fd < 0) return sys_error("open_tree of the source");
   UniqueFd tree(static_cast<int>(tree_fd));
 
-  // Into the jail's namespace before the id-map's user namespace is made: unshare(CLONE_NEWUSER)
-  // is refused to a chrooted caller (a daemon started in a chroot), and after setns our root is
-  // the jail's own mount namespace root. The detached copy above came from the caller's.
+  // The rest happens in a child: setns leaves a process in the jail's mount namespace, where
+  // nothing of the host is (a sanitizer's exit-time checks, which read /proc, among it). The
+  // child reports a failure as one line on a pipe.
   UniqueFd proc(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!proc.valid()) return sys_error("open /proc");
-  if (::setns(mnt_ns.get(), CLONE_NEWNS) != 0) return sys_error("setns into the jail");
-
-  mount_attr attr{};
-  attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (cfg.read_only ? MOUNT_ATTR_RDONLY : 0);
-  attr.propagation = MS_PRIVATE;
-  UniqueFd userns;
-  if (cfg.idmap) {
-    userns = TRY(idmap_userns(*cfg.idmap, proc.get()));
-    attr.attr_set |= MOUNT_ATTR_IDMAP;
-    attr.userns_fd = static_cast<uint64_t>(userns.get());
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return sys_error("pipe");
+  UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
+  const pid_t child = ::fork();
+  if (child < 0) return sys_error("fork");
+  if (child == 0) {
+    err_r.reset();
+    Status done = attach_inside(cfg, mnt_ns.get(), jail_root.get(), tree.get(), proc.get());
+    if (done.ok()) ::_exit(0);
+    const std::string line = done.error().describe();
+    (void)!::write(err_w.get(), line.data(), line.size());
+    ::_exit(done.error().kind == ErrorKind::kInvalidInput ? 2 : 1);
   }
-  if (::syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
-    const int err = errno;
-    return sys_error(cfg.idmap ? "mount_setattr (id-mapped: the file system may not support it)"
-                               : "mount_setattr",
-                     err);
+  err_w.reset();
+  const std::string said = read_until_eof(err_r.get());
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-
-  // The target is reached from the jail's root without following any symlink: the jailed
-  // process owns the folder it sits in and could have swapped a name for a link.
-  open_how how{};
-  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  long target_fd = ::syscall(SYS_openat2, jail_root.get(), cfg.target.c_str(), &how, sizeof how);
-  if (target_fd < 0) return sys_error("open the target " + cfg.target + " in the jail");
-  UniqueFd target(static_cast<int>(target_fd));
-  if (::syscall(SYS_move_mount, tree.get(), "", target.get(), "",
-                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
-    return sys_error("move_mount onto " + cfg.target);
-  return {};
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  if (said.empty()) return make_error("the attaching child ended without a word");
+  Error e = make_error(said);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 2 ? as_invalid_input(std::move(e)) : e;
 }
 
 int cmd_jail_attach(const std::vector<std::string>& args) {
