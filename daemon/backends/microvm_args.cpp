@@ -57,6 +57,7 @@ VmJail vm_jail(const TemplateSpec& spec, const std::string& template_dir, const 
   j.cpu_quota_pct = (spec.vcpus + 1) * 100;
   // The largest file it writes is a snapshot's memory file: the guest's RAM.
   j.fsize_mib = spec.mem_mib + 64;
+  j.nofile = kVmOpenFiles;
   for (const auto& f : read_only)
     if (!f.empty()) j.binds.push_back(f + ":ro");
   j.binds.push_back(paths.dir);
@@ -77,7 +78,8 @@ std::vector<std::string> jailed_argv(const VmJail& jail, const std::string& cara
                                 "--mem-limit",   std::to_string(jail.mem_limit_mib),
                                 "--pids-max",    std::to_string(jail.pids_max),
                                 "--cpu-quota",   std::to_string(jail.cpu_quota_pct),
-                                "--fsize-mib",   std::to_string(jail.fsize_mib)};
+                                "--fsize-mib",   std::to_string(jail.fsize_mib),
+                                "--nofile",      std::to_string(jail.nofile ? jail.nofile : 4096)};
   for (const auto& b : jail.binds)
     argv.insert(argv.end(), {"--bind", b});
   argv.push_back("--");

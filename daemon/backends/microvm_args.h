@@ -47,9 +47,13 @@ struct VmJail {
   uint64_t pids_max = 0;
   uint32_t cpu_quota_pct = 0;
   uint64_t fsize_mib = 0;
+  uint64_t nofile = 0;             // RLIMIT_NOFILE
   std::vector<std::string> binds;  // "PATH:ro", or "PATH" for the VM's folder (writable)
   std::string dir() const { return chroot_base + "/" + id; }
 };
+// Open files a jailed VMM may hold: its own few dozen, and one per inode its guest keeps looked
+// up on its shares (FsDeviceConfig::max_inodes, 65,536, shared by all of the VM's shares).
+inline constexpr uint64_t kVmOpenFiles = 65536 + 4096;
 // Memory the VMM itself may use on top of the guest's RAM (its own pages, page cache of the
 // snapshot it reads or writes).
 inline constexpr uint64_t kVmmMemOverheadMib = 128;

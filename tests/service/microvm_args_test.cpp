@@ -111,6 +111,7 @@ TEST(MicrovmArgs, JailedCommandLineWrapsTheVmm) {
   EXPECT_EQ(j.mem_limit_mib, 256 + kVmmMemOverheadMib);
   EXPECT_EQ(j.cpu_quota_pct, 300u);
   EXPECT_EQ(j.fsize_mib, 256u + 64);
+  EXPECT_EQ(j.nofile, kVmOpenFiles);  // one open file per inode a guest holds on its shares
   EXPECT_EQ(j.binds,
             (std::vector<std::string>{"/s/tpl-1/snapshot:ro", "/r.ext4:ro", "/s/tpl-1/i3"}));
   auto vmm = restore_argv(spec, "/bin/carapace", "/s/tpl-1/snapshot", p, 9);
@@ -123,6 +124,7 @@ TEST(MicrovmArgs, JailedCommandLineWrapsTheVmm) {
                   {"--netns", "new"},
                   {"--proc", "pids"},
                   {"--mem-limit", std::to_string(256 + kVmmMemOverheadMib)},
+                  {"--nofile", std::to_string(kVmOpenFiles)},
                   {"--bind", "/s/tpl-1/i3"}});
   // After "--": the VMM's own command line without its argv[0] (the jail runs --exec-file).
   auto dash = std::find(argv.begin(), argv.end(), "--");

@@ -15,6 +15,7 @@
 #include "common/base/log.h"
 #include "common/base/unique_fd.h"
 #include "snapshot/machine_snapshot.h"
+#include "vmm/cli/process_limits.h"
 #include "vmm/cli/restore_args.h"
 #include "vmm/cli/run_args.h"
 #include "vmm/control/machine_control.h"
@@ -153,6 +154,7 @@ int cmd_restore(const std::vector<std::string>& args) {
   if (!parsed.ok()) return fail(parsed.error());
   set_log_level(static_cast<LogLevel>(parsed->log_level));
   const uint32_t n = parsed->clones;
+  raise_open_file_limit_for_shares(parsed->machine.devices.filesystems.size());
   if (parsed->seccomp) {
     if (Status s = enable_seccomp(); !s.ok()) return fail(s.error());
   }

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common/base/log.h"
+#include "vmm/cli/process_limits.h"
 #include "vmm/cli/run_args.h"
 #include "vmm/control/machine_control.h"
 #include "vmm/control/vm_api.h"
@@ -26,6 +27,7 @@ int cmd_run_vm(const std::vector<std::string>& args) {
   auto parsed = parse_run_args(args);
   if (!parsed.ok()) return fail_usage(parsed.error().describe());
   set_log_level(static_cast<LogLevel>(parsed->log_level));
+  raise_open_file_limit_for_shares(parsed->machine.devices.filesystems.size());
   if (parsed->seccomp) {
     if (Status s = enable_seccomp(); !s.ok()) {
       fprintf(stderr, "carapace: error: %s\n", s.error().describe().c_str());

@@ -42,7 +42,11 @@ struct FsDeviceConfig {
   // is refused until the control API binds a folder, VirtioFs::bind).
   std::string shared_dir;
   FsMode mode = FsMode::kReadOnly;
-  size_t max_inodes = 4096;       // inodes the guest may hold looked up at once (ENFILE past it)
+  // Inodes the guest may hold looked up at once (ENFILE past it). Each is an O_PATH fd of the
+  // VMM's, so its RLIMIT_NOFILE must allow as many (vmm/cli/process_limits.h; the daemon's jails
+  // give VMMs kVmOpenFiles); the guest's kernel keeps what it created or looked up until its
+  // inode cache shrinks, so a checkout of tens of thousands of files needs them all.
+  size_t max_inodes = 65536;
   size_t max_handles = 1024;      // open files and directories at once (EMFILE past it)
   uint32_t max_write = 1u << 20;  // FUSE_INIT max_write and the largest READ served
   uint32_t attr_timeout_s = 1;    // entry and attribute cache time given to the guest
