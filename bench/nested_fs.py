@@ -19,10 +19,11 @@ On each mount, through the agent over vsock, a python3 workload: sequential writ
 file in 1 MiB writes, fsync included (MB/s); the guest's caches dropped (`echo 3 >
 /proc/sys/vm/drop_caches`; the host's page cache stays warm for every path alike) and the file
 read back in 1 MiB reads (MB/s); metadata: --files empty files, --batch at a time created, then
-each stat'ed, then each unlinked (ops/s, three ops a file; and each op's files/s). Prints each round, the medians per path and the ratios
-virtio-fs/virtio-blk (carapace, same guest) and carapace virtio-fs/QEMU 9p. The absolute figures
-under emulated SVM say nothing of hardware speed; the ratios on the same emulated hardware are
-the comparison. Any failure: one line `nested_fs: FAIL: ...` and exit status 1.
+each stat'ed, then each unlinked (ops/s, three ops a file; and each op's files/s). Prints each
+round, the medians per path and the ratios virtio-fs/virtio-blk (carapace, same guest) and
+carapace virtio-fs/QEMU 9p. The absolute figures under emulated SVM say nothing of hardware speed;
+the ratios on the same emulated hardware are the comparison. Any failure: one line
+`nested_fs: FAIL: ...` and exit status 1.
 """
 
 import argparse
@@ -400,7 +401,8 @@ class Bench:
                   f"{c_fs['meta']:.0f}, virtio-blk {c_blk['write']:.1f}/{c_blk['read']:.1f}/"
                   f"{c_blk['meta']:.0f}; QEMU 9p {q_9p['write']:.1f}/{q_9p['read']:.1f}/"
                   f"{q_9p['meta']:.0f}", flush=True)
-        med = {k: {m: statistics.median(x[m] for x in v) for m in ("write", "read", "meta", "create", "stat", "unlink")}
+        metrics = ("write", "read", "meta", "create", "stat", "unlink")
+        med = {k: {m: statistics.median(x[m] for x in v) for m in metrics}
                for k, v in res.items()}
         print(f"nested fs bench ({rounds} rounds, {self.args.mib} MiB file, {self.args.files} "
               f"files, {self.mem} MiB guest, medians, emulated SVM: ratios only are meaningful)")
