@@ -8,7 +8,8 @@ A pooled sandbox gets all three at hand-out (the template's snapshot carries unb
 devices; the daemon id-maps each folder into the VM's jail, binds it to a device and the agent
 mounts it). Inside, with the real kernel's virtiofs driver:
   - `cp -a` of the source tree into the rw share and back out into the rw-nodelete one;
-  - `python3 -m compileall` on the rw share; a git init/commit/clone there;
+  - `python3 -m compileall` on the rw share; a git init/commit/clone there; 5,000 files made and
+    kept at once (each an open file of the VMM's, within its jail's limit);
   - docgen writing a PDF straight into the rw-nodelete share;
   - every write to the ro share refused, and on rw-nodelete unlink, truncation and rename over an
     existing file refused while creating and appending work;
@@ -240,6 +241,14 @@ class DaemonMounts(unittest.TestCase):
         self.assertEqual(log.stdout, "second\nfirst\n", log.stderr)
         with open(os.path.join(self.rw, "clone", "a.txt")) as f:
             self.assertEqual(f.read(), "one\ntwo\n")
+
+        # Many files at once: each looked-up inode is an open file of the VMM's, so its jail's
+        # limit must cover them (5,000 is past both a shell's 1,024 and the old 4,096).
+        timed("5,000 files created and kept on rw", lambda: sh(
+            "mkdir /work/rw/many && python3 -c \"[open('/work/rw/many/f%05d' % i, 'w').close() "
+            "for i in range(5000)]\" && ls /work/rw/many | wc -l"))
+        self.assertEqual(len(os.listdir(os.path.join(self.rw, "many"))), 5000)
+        sh("rm -r /work/rw/many")
 
         # The ro share: every write refused, the host folder unchanged.
         src_before = sorted(os.listdir(os.path.join(self.src, "proj", "pkg")))
