@@ -114,7 +114,15 @@ Status apply_rlimits(const JailConfig& cfg) {
     if (::setrlimit(res, &rl) != 0) return sys_error(std::string("setrlimit ") + name);
     return ok_status();
   };
-  TRY_STATUS(set(RLIMIT_NOFILE, cfg.nofile, "RLIMIT_NOFILE"));
+  // Asking more open files than this host lets even root give (no CAP_SYS_RESOURCE, as in some
+  // containers) gets what there is: a lower limit only confines the jail more.
+  rlimit cur{};
+  rlim_t nofile = cfg.nofile;
+  if (::getrlimit(RLIMIT_NOFILE, &cur) == 0 && nofile > cur.rlim_max) {
+    rlimit want{nofile, nofile};
+    if (::setrlimit(RLIMIT_NOFILE, &want) != 0 && errno == EPERM) nofile = cur.rlim_max;
+  }
+  TRY_STATUS(set(RLIMIT_NOFILE, nofile, "RLIMIT_NOFILE"));
   TRY_STATUS(
       set(RLIMIT_FSIZE, cfg.fsize_mib ? cfg.fsize_mib << 20 : RLIM_INFINITY, "RLIMIT_FSIZE"));
   return set(RLIMIT_CORE, 0, "RLIMIT_CORE");
