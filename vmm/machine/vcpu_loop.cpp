@@ -148,7 +148,8 @@ void run_vcpu_loop(const VcpuLoopContext& ctx) {
     if (first_run) {
       first_run = false;
       // An absolute CLOCK_MONOTONIC time, so that whoever exec'd the VMM can take its exec -> first
-      // guest instruction (bench/startup does); the phase timers only see the VMM's own part.
+      // guest instruction (bench/README.md); the phase timers only see the VMM's own part. In the
+      // loop, not before it: a VM started paused runs first only after its resume.
       if (log_level() >= LogLevel::kDebug) {
         timespec now{};
         clock_gettime(CLOCK_MONOTONIC, &now);
