@@ -181,7 +181,9 @@ struct Rewrite {
     }
     if (slot_of != nullptr) note_foreign(*slot_of);
     out.target += param;
-    scan.push_back({"query parameter " + egress::quoted(name), std::string(param)});
+    // The name as sent, not decoded: a message echoes only bytes the client sent, so a name that
+    // percent-decodes to a secret never puts that secret into a refusal (docs/security.md #48).
+    scan.push_back({"query parameter " + egress::quoted(raw_name), std::string(param)});
     return std::string(raw_value);
   }
 };

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "egress/credentials/ascii_text.h"
 #include "egress/credentials/sentinel.h"
 #include "tests/unit/egress/credential_test_util.h"
 
@@ -213,6 +214,19 @@ TEST_F(RequestRewriteTest, SecurityCheck46_ASentinelOutsideItsSlotIsRefusedOnIts
   // Substituted in its slot, stray in the path: still refused.
   EXPECT_EQ(refused("api.github.com", 443, bearer(github_, "/echo/" + github_)),
             Reason::kSentinelOutsideSlot);
+}
+
+// A refusal quotes a query parameter's name as it was sent: a name that percent-decodes to a
+// secret (the client sent it encoded) must not come back decoded in the message, which decide()
+// checks for every answer.
+TEST_F(RequestRewriteTest, SecurityCheck48_AParameterNameThatDecodesToASecretIsQuotedAsSent) {
+  const std::string encoded = ascii::percent_encode(kExampleSecret);
+  ASSERT_EQ(encoded.find(kExampleSecret), std::string::npos);
+  RewriteDecision d = decide("api.github.com", 443, get("/?" + encoded + "=" + example_));
+  ASSERT_EQ(d.kind, Kind::kRefused);
+  EXPECT_EQ(d.refusal.reason, Reason::kSentinelToOtherHost);
+  EXPECT_NE(d.refusal.message.find("query parameter '" + encoded + "'"), std::string::npos)
+      << d.refusal.message;
 }
 
 TEST_F(RequestRewriteTest, RequestsWithoutCredentialsAreUnchanged) {
