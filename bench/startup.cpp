@@ -1,7 +1,10 @@
 // Startup harness: in one run, boots the test guest's boot-info scenario N times with carapace
 // and N times with QEMU microvm (-accel kvm, PVH entry), interleaved so both see the same host
 // conditions, and prints medians of exec → first serial byte and exec → exit, peak RSS, and the
-// ratio ours/QEMU.
+// ratio ours/QEMU. A third interleaved series runs carapace with `--log-level debug` for one figure
+// only, exec -> first KVM_RUN: the VMM logs that moment as an absolute CLOCK_MONOTONIC time, the
+// clock this harness times the exec with. It is kept apart so the log writes do not touch the other
+// columns.
 //
 //   build/bench/startup [--runs N] [--carapace PATH] [--guest PATH] [--qemu PATH]
 #include <fcntl.h>
@@ -16,6 +19,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "bench/bench_support.h"
@@ -27,17 +32,36 @@ using namespace carapace::bench;
 
 struct Sample {
   double first_byte_ms = 0;
+  double first_vcpu_ms = -1;  // exec -> the first KVM_RUN (debug runs only; -1 if not logged)
   double exit_ms = 0;
   long peak_rss_kib = 0;
   bool passed = false;
   std::string output;
 };
 
+// The CLOCK_MONOTONIC seconds in "vCPU 0: first KVM_RUN at monotonic S.NNNNNNNNN s", or -1.
+double first_kvm_run_s(const std::string& log) {
+  static constexpr char kTag[] = "vCPU 0: first KVM_RUN at monotonic ";
+  const size_t at = log.find(kTag);
+  if (at == std::string::npos) return -1;
+  return strtod(log.c_str() + at + sizeof kTag - 1, nullptr);
+}
+
+double monotonic_s(Clock::time_point t) {
+  static_assert(std::is_same_v<Clock, std::chrono::steady_clock>,
+                "steady_clock is CLOCK_MONOTONIC");
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
 // fork/exec `argv` with stdout on a pipe; times the first byte and the exit; peak RSS from wait4.
-Sample run_once(const std::vector<std::string>& argv, const std::string& pass_marker) {
+// With `debug_log`, stderr goes to a file read afterwards for the first KVM_RUN's time.
+Sample run_once(const std::vector<std::string>& argv, const std::string& pass_marker,
+                bool debug_log = false) {
   Sample s;
   int out[2];
   if (pipe2(out, O_CLOEXEC) < 0) return s;
+  // A file, not a pipe: nothing has to drain it while the VMM runs.
+  FILE* log = debug_log ? tmpfile() : nullptr;
   std::vector<char*> args;
   for (const auto& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));
@@ -48,7 +72,7 @@ Sample run_once(const std::vector<std::string>& argv, const std::string& pass_ma
     dup2(out[1], STDOUT_FILENO);
     int devnull = open("/dev/null", O_RDWR);
     dup2(devnull, STDIN_FILENO);
-    dup2(devnull, STDERR_FILENO);
+    dup2(log != nullptr ? fileno(log) : devnull, STDERR_FILENO);
     execv(args[0], args.data());
     _exit(127);
   }
@@ -75,6 +99,15 @@ Sample run_once(const std::vector<std::string>& argv, const std::string& pass_ma
   s.exit_ms = ms_since(t0);
   s.peak_rss_kib = ru.ru_maxrss;
   s.passed = s.output.find(pass_marker) != std::string::npos;
+  if (log != nullptr) {
+    std::string text;
+    rewind(log);
+    for (size_t n; (n = fread(buf, 1, sizeof buf, log)) > 0;)
+      text.append(buf, n);
+    fclose(log);
+    const double at = first_kvm_run_s(text);
+    if (at > 0) s.first_vcpu_ms = (at - monotonic_s(t0)) * 1e3;
+  }
   return s;
 }
 
@@ -98,6 +131,15 @@ Summary summarize(const std::vector<Sample>& samples) {
 }
 
 }  // namespace
+
+// The median exec -> first KVM_RUN of the runs that logged it, and how many did.
+std::pair<double, int> first_vcpu(const std::vector<Sample>& samples) {
+  std::vector<double> v;
+  for (const auto& s : samples) {
+    if (s.first_vcpu_ms >= 0) v.push_back(s.first_vcpu_ms);
+  }
+  return {v.empty() ? -1 : median(v), static_cast<int>(v.size())};
+}
 
 int main(int argc, char** argv) {
   int runs = 20;
@@ -127,14 +169,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> theirs =
       carapace::testing::qemu_microvm_argv(qemu, carapace::testing::kQemuKvmAccel, "128", "stdio");
   theirs.insert(theirs.end(), {"-no-reboot", "-kernel", guest, "-append", cmdline});
+  std::vector<std::string> ours_debug = ours;
+  ours_debug.insert(ours_debug.end(), {"--log-level", "debug"});
   bool have_qemu = access(qemu.c_str(), X_OK) == 0;
-  std::vector<Sample> a, b;
+  std::vector<Sample> a, b, d;
   // One warm-up each so page-cache state does not favour whichever runs first.
   run_once(ours, marker);
   if (have_qemu) run_once(theirs, marker);
   for (int i = 0; i < runs; ++i) {
     a.push_back(run_once(ours, marker));
     if (have_qemu) b.push_back(run_once(theirs, marker));
+    d.push_back(run_once(ours_debug, marker, true));
   }
   Summary sa = summarize(a);
   printf("startup: test guest boot-info, %d runs each, interleaved\n", runs);
@@ -142,16 +187,26 @@ int main(int argc, char** argv) {
          "passed");
   printf("%-10s %8.2fms %10.2fms %9.2fMiB %9.2fMiB %5d/%d\n", "carapace", sa.first_byte_ms,
          sa.exit_ms, sa.rss_mib, sa.rss_max_mib, sa.passed, sa.runs);
-  int rc = sa.passed == sa.runs ? 0 : 1;
+  const auto [vcpu_ms, vcpu_runs] = first_vcpu(d);
+  if (vcpu_runs > 0)
+    printf(
+        "carapace exec -> first KVM_RUN (--log-level debug runs): p50 %.2f ms (%d of %d runs); "
+        "target <= 1 ms (%s)\n",
+        vcpu_ms, vcpu_runs, runs, vcpu_ms <= 1 ? "met" : "NOT met");
+  else
+    printf("carapace exec -> first KVM_RUN: no debug run logged it\n");
+  int rc = sa.passed == sa.runs && vcpu_runs == runs ? 0 : 1;
   if (have_qemu) {
     Summary sb = summarize(b);
     printf("%-10s %8.2fms %10.2fms %9.2fMiB %9.2fMiB %5d/%d\n", "qemu", sb.first_byte_ms,
            sb.exit_ms, sb.rss_mib, sb.rss_max_mib, sb.passed, sb.runs);
     printf("ratio ours/qemu: exec->exit %.3f, exec->first byte %.3f, peak RSS %.3f\n",
            sa.exit_ms / sb.exit_ms, sa.first_byte_ms / sb.first_byte_ms, sa.rss_mib / sb.rss_mib);
-    printf("targets: exec->exit ratio <= 0.05 (%s), peak RSS <= 4 MiB (%s)\n",
-           sa.exit_ms / sb.exit_ms <= 0.05 ? "met" : "NOT met",
-           sa.rss_mib <= 4 ? "met" : "NOT met");
+    printf(
+        "targets: exec->exit ratio <= 0.10 (%s; 0.05 in the long run: %s), peak RSS <= 4 MiB "
+        "(%s)\n",
+        sa.exit_ms / sb.exit_ms <= 0.10 ? "met" : "NOT met",
+        sa.exit_ms / sb.exit_ms <= 0.05 ? "met" : "NOT met", sa.rss_mib <= 4 ? "met" : "NOT met");
     if (sb.passed != sb.runs) {
       printf("note: QEMU runs did not all print the PASS marker; see one output below\n%s\n",
              b.back().output.c_str());
