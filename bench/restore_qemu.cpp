@@ -105,7 +105,7 @@ QemuRestoreResult qemu_restore(const std::string& qemu, const std::string& guest
   const std::string console = workdir + "/qemu.console";
   const std::string state = workdir + "/qemu.state";
   std::vector<std::string> base = testing::qemu_microvm_argv(
-      qemu, testing::kQemuKvmAccel, std::to_string(mem_mib), "file:" + console);
+      qemu, testing::QemuAccel::kKvm, std::to_string(mem_mib), "file:" + console);
   base.insert(base.end(), {"-kernel", guest, "-append", cmdline, "-qmp",
                            "unix:" + qmp_path + ",server=on,wait=off"});
   unlink(qmp_path.c_str());

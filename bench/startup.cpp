@@ -166,8 +166,8 @@ int main(int argc, char** argv) {
   const std::string marker = "TESTGUEST PASS boot-info";
   std::vector<std::string> ours = {carapace,    "run",   "--kernel", guest,
                                    "--cmdline", cmdline, "--mem",    "128"};
-  std::vector<std::string> theirs =
-      carapace::testing::qemu_microvm_argv(qemu, carapace::testing::kQemuKvmAccel, "128", "stdio");
+  std::vector<std::string> theirs = carapace::testing::qemu_microvm_argv(
+      qemu, carapace::testing::QemuAccel::kKvm, "128", "stdio");
   theirs.insert(theirs.end(), {"-no-reboot", "-kernel", guest, "-append", cmdline});
   std::vector<std::string> ours_debug = ours;
   ours_debug.insert(ours_debug.end(), {"--log-level", "debug"});

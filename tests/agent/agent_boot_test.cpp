@@ -56,7 +56,7 @@ TEST(AgentBootTest, BootsAsPid1RunsTheSelftestAndResets) {
   ASSERT_EQ(mk.exit_code, 0) << mk.err;
 
   std::vector<std::string> qemu =
-      qemu_microvm_argv("/usr/bin/qemu-system-x86_64", kQemuTcgAccel, "256", "stdio");
+      qemu_microvm_argv("/usr/bin/qemu-system-x86_64", QemuAccel::kTcg, "256", "stdio");
   qemu.insert(qemu.end(),
               {"-no-reboot", "-kernel", kernel, "-append",
                "console=ttyS0 root=/dev/vda ro reboot=k panic=-1 init=/usr/sbin/carapace-agent "

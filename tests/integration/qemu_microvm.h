@@ -8,18 +8,18 @@
 
 namespace carapace::testing {
 
-// QEMU on KVM as the benches compare against it: the host's CPU without arch-capabilities.
-inline const std::vector<std::string> kQemuKvmAccel = {"-accel", "kvm", "-cpu",
-                                                       "max,-arch-capabilities"};
-inline const std::vector<std::string> kQemuTcgAccel = {"-accel", "tcg"};
+// kKvm: QEMU on KVM as the benches compare against it, the host's CPU without
+// arch-capabilities. kTcg: QEMU's own emulation.
+enum class QemuAccel { kKvm, kTcg };
 
-// `accel`: kQemuKvmAccel or kQemuTcgAccel.
-inline std::vector<std::string> qemu_microvm_argv(const std::string& qemu,
-                                                  const std::vector<std::string>& accel,
+inline std::vector<std::string> qemu_microvm_argv(const std::string& qemu, QemuAccel accel,
                                                   const std::string& mem_mib,
                                                   const std::string& serial) {
   std::vector<std::string> argv = {qemu, "-M", "microvm,acpi=off"};
-  argv.insert(argv.end(), accel.begin(), accel.end());
+  if (accel == QemuAccel::kKvm)
+    argv.insert(argv.end(), {"-accel", "kvm", "-cpu", "max,-arch-capabilities"});
+  else
+    argv.insert(argv.end(), {"-accel", "tcg"});
   argv.insert(argv.end(), {"-m", mem_mib, "-nodefaults", "-no-user-config", "-display", "none",
                            "-serial", serial});
   return argv;
