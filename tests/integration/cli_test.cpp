@@ -5,6 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+
 #include "tests/integration/testguest_harness.h"
 #include "tests/integration/tiny_elf.h"
 
@@ -86,6 +91,40 @@ TEST(CliTest, TimeoutHasItsOwnStatus) {
   EXPECT_EQ(r.exit_code, 5) << describe(r);
   EXPECT_NE(r.err.find("timeout"), std::string::npos) << describe(r);
   EXPECT_LT(r.wall, std::chrono::seconds(5)) << "the VMM stops promptly";
+}
+
+// bench/startup reads these two debug lines: the first KVM_RUN's CLOCK_MONOTONIC time, and what
+// the guest cost the vCPU. boot-info writes its report to the serial port, one exit per byte.
+TEST(CliTest, DebugLogGivesTheFirstKvmRunAndTheTimeInsideIt) {
+  ASSERT_TRUE(kvm_usable());
+  auto r = run_process({carapace_binary(), "run", "--kernel", testguest_image(), "--cmdline",
+                        "testguest.run=boot-info", "--log-level", "debug"},
+                       std::chrono::seconds(20));
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const size_t first = r.err.find("vCPU 0: first KVM_RUN at monotonic ");
+  ASSERT_NE(first, std::string::npos) << describe(r);
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const double at = strtod(r.err.c_str() + first + 35, nullptr);
+  EXPECT_GT(at, 0) << describe(r);
+  EXPECT_LE(at, static_cast<double>(now.tv_sec) + 1) << "a time in this boot's CLOCK_MONOTONIC";
+  unsigned long long returns = 0, io = 0, mmio = 0, hlt = 0;
+  double inside_ms = -1;
+  const size_t returns_at = r.err.find(" KVM_RUN returns (");
+  ASSERT_NE(returns_at, std::string::npos) << describe(r);
+  const size_t tally = r.err.rfind("vCPU 0: ", returns_at);
+  ASSERT_NE(tally, std::string::npos) << describe(r);
+  ASSERT_EQ(sscanf(r.err.c_str() + tally,
+                   "vCPU 0: %llu KVM_RUN returns (io %llu, mmio %llu, hlt %llu), %lf ms inside "
+                   "KVM_RUN",
+                   &returns, &io, &mmio, &hlt, &inside_ms),
+            5)
+      << describe(r);
+  EXPECT_GE(io, 50u) << "boot-info's report goes out byte by byte";
+  EXPECT_GE(returns, io + mmio + hlt);
+  EXPECT_GT(inside_ms, 0);
+  const double wall_ms = std::chrono::duration<double, std::milli>(r.wall).count();
+  EXPECT_LT(inside_ms, wall_ms);
 }
 
 }  // namespace

@@ -114,6 +114,46 @@ bool handle_exit(const VcpuLoopContext& ctx) {
 
 void kick_handler(int) {}
 
+uint64_t monotonic_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// At debug level, what the guest cost this vCPU: how many times KVM_RUN returned, by reason, and
+// the time spent inside it (guest code and the exits KVM handles itself). Logged when the loop
+// ends, however it ends, so a benchmark can tell that share of a run from the VMM's own work
+// (bench/README.md). Two vDSO clock reads per exit, and only when asked.
+class RunTally {
+ public:
+  explicit RunTally(uint32_t vcpu) : vcpu_(vcpu), on_(log_level() >= LogLevel::kDebug) {}
+  RunTally(const RunTally&) = delete;
+  RunTally& operator=(const RunTally&) = delete;
+  ~RunTally() {
+    if (!on_) return;
+    LOG_DEBUG(
+        "vCPU %u: %llu KVM_RUN returns (io %llu, mmio %llu, hlt %llu), %.3f ms inside KVM_RUN",
+        vcpu_, static_cast<unsigned long long>(returns_), static_cast<unsigned long long>(io_),
+        static_cast<unsigned long long>(mmio_), static_cast<unsigned long long>(hlt_),
+        static_cast<double>(inside_ns_) / 1e6);
+  }
+
+  uint64_t enter() const { return on_ ? monotonic_ns() : 0; }
+  void leave(uint64_t entered, const kvm_run* run) {
+    if (!on_) return;
+    inside_ns_ += monotonic_ns() - entered;
+    ++returns_;
+    io_ += run->exit_reason == KVM_EXIT_IO;
+    mmio_ += run->exit_reason == KVM_EXIT_MMIO;
+    hlt_ += run->exit_reason == KVM_EXIT_HLT;
+  }
+
+ private:
+  const uint32_t vcpu_;
+  const bool on_;
+  uint64_t returns_ = 0, io_ = 0, mmio_ = 0, hlt_ = 0, inside_ns_ = 0;
+};
+
 }  // namespace
 
 int vcpu_kick_signal() {
@@ -137,6 +177,7 @@ void run_vcpu_loop(const VcpuLoopContext& ctx) {
   sigaddset(&set, vcpu_kick_signal());
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
   bool first_run = true;
+  RunTally tally(ctx.vcpu->index());
   while (!ctx.control->finished()) {
     if (ctx.control->pause_requested()) {
       // Here KVM_RUN has returned with nothing pending (immediate_exit lets KVM finish an I/O
@@ -157,7 +198,9 @@ void run_vcpu_loop(const VcpuLoopContext& ctx) {
                   static_cast<long long>(now.tv_sec), now.tv_nsec);
       }
     }
+    const uint64_t entered = tally.enter();
     Status s = ctx.vcpu->run();
+    tally.leave(entered, ctx.vcpu->run_state());
     if (!s.ok()) {
       ctx.control->finish(VmOutcome::kHostError, s.error().describe());
       return;
