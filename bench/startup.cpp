@@ -51,7 +51,8 @@ double first_kvm_run_s(const std::string& log) {
   return strtod(log.c_str() + at + sizeof kTag - 1, nullptr);
 }
 
-// From "vCPU 0: N KVM_RUN returns (...), X ms inside KVM_RUN": N and X, or false.
+// From "vCPU 0: N KVM_RUN returns (...), X ms inside KVM_RUN": N and X; false (both left as they
+// were) if no such line.
 bool inside_kvm_run(const std::string& log, long* returns, double* ms) {
   static constexpr char kTag[] = "vCPU 0: ";
   for (size_t at = log.find(kTag); at != std::string::npos; at = log.find(kTag, at + 1)) {
@@ -128,7 +129,7 @@ Sample run_once(const std::vector<std::string>& argv, const std::string& pass_ma
     fclose(log);
     const double at = first_kvm_run_s(text);
     if (at > 0) s.first_vcpu_ms = (at - monotonic_s(t0)) * 1e3;
-    if (!inside_kvm_run(text, &s.kvm_run_returns, &s.inside_run_ms)) s.inside_run_ms = -1;
+    inside_kvm_run(text, &s.kvm_run_returns, &s.inside_run_ms);
   }
   return s;
 }
@@ -152,8 +153,6 @@ Summary summarize(const std::vector<Sample>& samples) {
   return {median(fb), median(ex), median(rss), rss_max, passed, int(samples.size())};
 }
 
-}  // namespace
-
 // The median of `field` over the runs that logged it (>= 0), and how many did.
 std::pair<double, int> logged_median(const std::vector<Sample>& samples, double Sample::*field) {
   std::vector<double> v;
@@ -162,6 +161,8 @@ std::pair<double, int> logged_median(const std::vector<Sample>& samples, double 
   }
   return {v.empty() ? -1 : median(v), static_cast<int>(v.size())};
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int runs = 20;

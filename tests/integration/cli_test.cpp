@@ -101,11 +101,12 @@ TEST(CliTest, DebugLogGivesTheFirstKvmRunAndTheTimeInsideIt) {
                         "testguest.run=boot-info", "--log-level", "debug"},
                        std::chrono::seconds(20));
   ASSERT_EQ(r.exit_code, 0) << describe(r);
-  const size_t first = r.err.find("vCPU 0: first KVM_RUN at monotonic ");
+  const std::string first_tag = "vCPU 0: first KVM_RUN at monotonic ";
+  const size_t first = r.err.find(first_tag);
   ASSERT_NE(first, std::string::npos) << describe(r);
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
-  const double at = strtod(r.err.c_str() + first + 35, nullptr);
+  const double at = strtod(r.err.c_str() + first + first_tag.size(), nullptr);
   EXPECT_GT(at, 0) << describe(r);
   EXPECT_LE(at, static_cast<double>(now.tv_sec) + 1) << "a time in this boot's CLOCK_MONOTONIC";
   unsigned long long returns = 0, io = 0, mmio = 0, hlt = 0;

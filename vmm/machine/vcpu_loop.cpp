@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/base/log.h"
+#include "common/base/token_bucket.h"
 
 namespace carapace {
 
@@ -114,12 +115,6 @@ bool handle_exit(const VcpuLoopContext& ctx) {
 
 void kick_handler(int) {}
 
-uint64_t monotonic_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
-}
-
 // At debug level, what the guest cost this vCPU: how many times KVM_RUN returned, by reason, and
 // the time spent inside it (guest code and the exits KVM handles itself). Logged when the loop
 // ends, however it ends, so a benchmark can tell that share of a run from the VMM's own work
@@ -138,10 +133,10 @@ class RunTally {
         static_cast<double>(inside_ns_) / 1e6);
   }
 
-  uint64_t enter() const { return on_ ? monotonic_ns() : 0; }
+  uint64_t enter() const { return on_ ? RateLimiter::now_ns() : 0; }
   void leave(uint64_t entered, const kvm_run* run) {
     if (!on_) return;
-    inside_ns_ += monotonic_ns() - entered;
+    inside_ns_ += RateLimiter::now_ns() - entered;
     ++returns_;
     io_ += run->exit_reason == KVM_EXIT_IO;
     mmio_ += run->exit_reason == KVM_EXIT_MMIO;
